@@ -1,0 +1,189 @@
+//! The response cache: `CacheKey` (SHA-256 over the canonical request, never the API key) and
+//! `Cache` (`cache/<aa>/<hash>.json`, written to a temp file and renamed into place).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Bumped when the canonical form or the entry layout changes.
+pub const CACHE_FORMAT: u32 = 1;
+
+/// The hash naming one cache entry (64 hex chars).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CacheKey(String);
+
+impl CacheKey {
+    /// The hex digest.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The canonical request: provider kind, endpoint, the full request body (model, messages,
+/// every generation parameter) and the attempt number. serde_json maps are sorted (BTreeMap),
+/// so equal requests serialise to equal bytes. Auth lives in headers and never appears here.
+pub fn canonical_request(kind: &str, base_url: &str, body: &Value, attempt: u32) -> Value {
+    json!({
+        "cache_format": CACHE_FORMAT,
+        "provider_kind": kind,
+        "base_url": base_url,
+        "body": body,
+        "attempt": attempt,
+    })
+}
+
+/// The key of a canonical request.
+pub fn cache_key(canonical: &Value) -> CacheKey {
+    let bytes = serde_json::to_vec(canonical).expect("a JSON value always serialises");
+    CacheKey(crate::hex(&Sha256::digest(&bytes)))
+}
+
+/// The on-disk cache.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Cache {
+    /// A cache rooted at `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Cache { dir: dir.into() }
+    }
+
+    /// Path of an entry: `<dir>/<first two hex>/<hash>.json`.
+    pub fn entry_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(&key.0[..2]).join(format!("{}.json", key.0))
+    }
+
+    /// The stored response body, if any. An unreadable or corrupt entry is treated as a miss
+    /// (it is rewritten on the next put).
+    pub fn get(&self, key: &CacheKey) -> Option<Value> {
+        let bytes = std::fs::read(self.entry_path(key)).ok()?;
+        let entry: Value = serde_json::from_slice(&bytes).ok()?;
+        (entry.get("cache_format")? == CACHE_FORMAT).then(|| entry.get("response").cloned())?
+    }
+
+    /// Stores a response atomically (temp file + rename), next to its canonical request.
+    pub fn put(&self, key: &CacheKey, canonical: &Value, response: &Value) -> anyhow::Result<()> {
+        let path = self.entry_path(key);
+        let entry = json!({
+            "cache_format": CACHE_FORMAT,
+            "key": key.0,
+            "request": canonical,
+            "response": response,
+        });
+        let bytes = serde_json::to_vec_pretty(&entry)?;
+        write_atomic(&path, &bytes).with_context(|| {
+            format!(
+                "failed to write cache entry `{}` (is the cache directory writable?)",
+                path.display()
+            )
+        })
+    }
+}
+
+/// Writes `bytes` to `path` via a uniquely named temp file in the same directory and a rename,
+/// so readers see the old file or the whole new one, never a part.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .expect("atomic writes target a file inside a directory");
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(temp: f64) -> Value {
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10, "temperature": temp})
+    }
+
+    #[test]
+    fn same_request_same_key() {
+        let a = cache_key(&canonical_request("openai", "http://x/v1", &body(0.0), 1));
+        let b = cache_key(&canonical_request("openai", "http://x/v1", &body(0.0), 1));
+        assert_eq!(a, b);
+        assert_eq!(a.as_str().len(), 64);
+    }
+
+    #[test]
+    fn key_order_in_body_does_not_matter() {
+        let reordered: Value = serde_json::from_str(
+            r#"{"temperature":0.0,"max_tokens":10,"messages":[{"content":"hi","role":"user"}],"model":"m"}"#,
+        )
+        .expect("json");
+        assert_eq!(
+            cache_key(&canonical_request("openai", "u", &body(0.0), 1)),
+            cache_key(&canonical_request("openai", "u", &reordered, 1))
+        );
+    }
+
+    #[test]
+    fn any_change_changes_key() {
+        let base = cache_key(&canonical_request("openai", "u", &body(0.0), 1));
+        let mut other_model = body(0.0);
+        other_model["model"] = json!("m2");
+        let mut other_msg = body(0.0);
+        other_msg["messages"][0]["content"] = json!("hi!");
+        let mut other_cap = body(0.0);
+        other_cap["max_tokens"] = json!(11);
+        for changed in [
+            canonical_request("openai", "u", &body(0.5), 1),
+            canonical_request("openai", "u", &other_model, 1),
+            canonical_request("openai", "u", &other_msg, 1),
+            canonical_request("openai", "u", &other_cap, 1),
+            canonical_request("openai", "u", &body(0.0), 2),
+            canonical_request("openai", "u2", &body(0.0), 1),
+            canonical_request("anthropic", "u", &body(0.0), 1),
+        ] {
+            assert_ne!(cache_key(&changed), base, "{changed}");
+        }
+    }
+
+    #[test]
+    fn round_trip_and_corrupt_entry_is_a_miss() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = Cache::new(dir.path());
+        let canonical = canonical_request("openai", "u", &body(0.0), 1);
+        let key = cache_key(&canonical);
+        assert_eq!(cache.get(&key), None);
+        cache
+            .put(&key, &canonical, &json!({"ok": true}))
+            .expect("put");
+        assert_eq!(cache.get(&key), Some(json!({"ok": true})));
+        let path = cache.entry_path(&key);
+        assert!(path.starts_with(dir.path().join(&key.as_str()[..2])));
+        std::fs::write(&path, b"{\"cache_format\": 1, \"resp").expect("write");
+        assert_eq!(cache.get(&key), None);
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))
+            .expect("read")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+}

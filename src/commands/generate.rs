@@ -1,0 +1,469 @@
+//! `judge generate`: one output per (task, model), identical settings for every model, through
+//! the disk cache, appended to `runs/<run>/outputs.jsonl` as items finish.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use crate::cache::{Cache, cache_key, canonical_request};
+use crate::cli::{Cli, GenerateArgs};
+use crate::config::{Config, ModelConfig, ProviderKind, load_config};
+use crate::engine::manifest::{Manifest, SuiteInfo, resume_conflict};
+use crate::engine::run_dir::{
+    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+};
+use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
+use crate::error::{JudgeError, Outcome};
+use crate::provider::http::{HttpProvider, Secret};
+use crate::provider::{ChatReply, ChatRequest, Message, ProviderError, files, openai};
+use crate::records::{OutputRecord, RecordedError, Status};
+use crate::report::format_usd;
+use crate::report::progress::Progress;
+use crate::report::summary::generation_summary;
+use crate::suite::{Suite, Task, load_suite};
+use crate::time::UtcDateTime;
+
+/// The outputs file of a run.
+pub const OUTPUTS_FILE: &str = "outputs.jsonl";
+
+/// Everything a worker needs, shared read-only.
+struct Ctx {
+    suite: Suite,
+    config: Config,
+    models: Vec<ModelConfig>,
+    http: BTreeMap<String, HttpProvider>,
+    cache: Cache,
+    refresh: bool,
+    stop: Arc<Stop>,
+}
+
+/// One (task, model) to produce.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    task: usize,
+    model: usize,
+}
+
+/// Runs `judge generate`.
+pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
+    // Everything that can be refused is checked before anything is written.
+    let config = load_config(&cli.config)?;
+    let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
+    let models = select_models(&config, &args.models)?;
+    let http = build_http_providers(&config, &models)?;
+    let now = UtcDateTime::from_system(SystemTime::now());
+    let run_name = args
+        .run
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", suite.name, now.compact()));
+    let mut run_dir = RunDir::at(&config.runs_dir(), &run_name)?;
+    let suite_info = SuiteInfo {
+        name: suite.name.clone(),
+        version: suite.version.clone(),
+        hash: suite.hash.clone(),
+    };
+    let mut manifest = if run_dir.exists() {
+        let old = read_manifest(&run_dir)?;
+        if let Some(conflict) = resume_conflict(&old, &suite_info, &config.run, &models) {
+            return Err(JudgeError::usage(format!(
+                "cannot resume run `{run_name}`: {conflict}; start a new run (another --run name)"
+            ))
+            .into());
+        }
+        old
+    } else {
+        Manifest::new(&run_name, &now.rfc3339(), suite_info, config.run.clone())
+    };
+
+    run_dir.create_and_lock()?;
+    merge_into_manifest(&mut manifest, &config, &models);
+    manifest.status = "running".into();
+    manifest.updated_at = now.rfc3339();
+    write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
+
+    let outputs_path = run_dir.file(OUTPUTS_FILE);
+    let existing: Vec<OutputRecord> = read_jsonl_repairing(&outputs_path)?;
+    let items = pending_items(&suite, &models, &existing, args.retry_failed);
+    let stop = Arc::new(Stop::default());
+    let ctx = Arc::new(Ctx {
+        cache: Cache::new(config.cache_dir()),
+        suite,
+        config,
+        models,
+        http,
+        refresh: args.refresh,
+        stop: stop.clone(),
+    });
+
+    let progress = Progress::new(items.len() as u64, cli.quiet, "generate");
+    let mut appender = JsonlAppender::open(&outputs_path)?;
+    let mut new_records = Vec::new();
+    let mut write_error = None;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        watch_ctrl_c(stop.clone());
+        let work_ctx = ctx.clone();
+        run_groups(
+            group_by_provider(&ctx, items),
+            stop.clone(),
+            move |item| produce(work_ctx.clone(), item),
+            |rec| {
+                let Some(rec) = rec else { return };
+                if let Err(e) = appender.append(&rec) {
+                    stop.request(StopReason::Fatal(format!("{e:#}")));
+                    write_error.get_or_insert(e);
+                }
+                let model = &ctx
+                    .models
+                    .iter()
+                    .find(|m| m.id == rec.model)
+                    .expect("records name selected models");
+                let priced = model.price_input_per_mtok.is_some();
+                let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
+                progress.item_done(rec.from_cache, rec.status == Status::Failed, spent, priced);
+                new_records.push(rec);
+            },
+        )
+        .await;
+    });
+    progress.finish();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    finish(&ctx, &run_dir, &mut manifest, existing, new_records)
+}
+
+/// Writes the sorted outputs and the final manifest, prints the summary, picks the outcome.
+fn finish(
+    ctx: &Ctx,
+    run_dir: &RunDir,
+    manifest: &mut Manifest,
+    existing: Vec<OutputRecord>,
+    new_records: Vec<OutputRecord>,
+) -> anyhow::Result<Outcome> {
+    let spent: f64 = new_records
+        .iter()
+        .filter(|r| !r.from_cache)
+        .filter_map(|r| r.cost_usd)
+        .sum();
+    let requests: u32 = new_records.iter().map(|r| r.attempts).sum();
+    let hits = new_records.iter().filter(|r| r.from_cache).count();
+    let made = new_records.len();
+    let mut latest: BTreeMap<(String, String), OutputRecord> = BTreeMap::new();
+    for r in existing.into_iter().chain(new_records) {
+        latest.insert((r.task.clone(), r.model.clone()), r);
+    }
+    let all: Vec<OutputRecord> = latest.into_values().collect();
+    write_jsonl_atomic(&run_dir.file(OUTPUTS_FILE), &all)?;
+
+    let selected: BTreeSet<&str> = ctx.models.iter().map(|m| m.id.as_str()).collect();
+    let ours: Vec<OutputRecord> = all
+        .iter()
+        .filter(|r| selected.contains(r.model.as_str()))
+        .cloned()
+        .collect();
+    let complete = ours.len() == ctx.suite.tasks.len() * ctx.models.len();
+    let stop_reason = ctx.stop.reason();
+    manifest.status = if complete && stop_reason.is_none() {
+        "complete"
+    } else {
+        "incomplete"
+    }
+    .into();
+    manifest.updated_at = UtcDateTime::from_system(SystemTime::now()).rfc3339();
+    write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
+
+    eprint!("{}", generation_summary(&ours, &ctx.models));
+    let failed = ours.iter().filter(|r| r.status == Status::Failed).count();
+    eprintln!(
+        "run `{}`: {} outputs ({failed} failed) in {}; this invocation: {made} items, {hits} from cache, {requests} requests, {} spent",
+        run_dir.name(),
+        ours.len(),
+        run_dir.file(OUTPUTS_FILE).display(),
+        format_usd(spent)
+    );
+    match stop_reason {
+        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        None if failed > 0 => Ok(Outcome::ItemsFailed),
+        None => Ok(Outcome::Success),
+    }
+}
+
+fn read_manifest(run_dir: &RunDir) -> anyhow::Result<Manifest> {
+    let path = run_dir.file("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        JudgeError::usage(format!(
+            "`{}` is not a valid manifest ({e}); start a new run",
+            path.display()
+        ))
+        .into()
+    })
+}
+
+fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[ModelConfig]) {
+    for m in models {
+        if !manifest.models.iter().any(|o| o.id == m.id) {
+            manifest.models.push(m.clone());
+        }
+        let p = config.provider_of(m);
+        manifest.providers.retain(|o| o.name != p.name);
+        manifest.providers.push(p.clone());
+    }
+    manifest.providers.sort_by(|a, b| a.name.cmp(&b.name));
+    manifest.config_file = config.path.display().to_string();
+    manifest.judges = config.judges.clone();
+}
+
+/// The models to generate for: `--model` ids in config order, or all of them.
+fn select_models(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<ModelConfig>> {
+    if config.models.is_empty() {
+        return Err(JudgeError::usage(format!(
+            "{}: no [[models]] defined; add at least one",
+            config.path.display()
+        ))
+        .into());
+    }
+    for id in wanted {
+        if !config.models.iter().any(|m| &m.id == id) {
+            let known: Vec<&str> = config.models.iter().map(|m| m.id.as_str()).collect();
+            return Err(JudgeError::usage(format!(
+                "--model `{id}` is not in {} (models: {})",
+                config.path.display(),
+                known.join(", ")
+            ))
+            .into());
+        }
+    }
+    Ok(config
+        .models
+        .iter()
+        .filter(|m| wanted.is_empty() || wanted.contains(&m.id))
+        .cloned()
+        .collect())
+}
+
+/// HTTP clients for the providers the selected models use, with their keys from the env.
+fn build_http_providers(
+    config: &Config,
+    models: &[ModelConfig],
+) -> anyhow::Result<BTreeMap<String, HttpProvider>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut out = BTreeMap::new();
+    for m in models {
+        let p = config.provider_of(m);
+        if p.kind == ProviderKind::Files || out.contains_key(&p.name) {
+            continue;
+        }
+        let key = match &p.api_key_env {
+            None => None,
+            Some(env) => match std::env::var(env) {
+                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
+                _ => {
+                    return Err(JudgeError::usage(format!(
+                        "provider `{}` needs an API key in the environment variable `{env}` (model `{}`); export it, or set api_key_env = \"\" for a server that needs no key",
+                        p.name, m.id
+                    ))
+                    .into());
+                }
+            },
+        };
+        out.insert(p.name.clone(), HttpProvider::new(p.clone(), key)?);
+    }
+    Ok(out)
+}
+
+/// Items without a usable record: missing, or failed when `retry_failed`.
+fn pending_items(
+    suite: &Suite,
+    models: &[ModelConfig],
+    existing: &[OutputRecord],
+    retry_failed: bool,
+) -> Vec<Item> {
+    let mut latest: BTreeMap<(&str, &str), Status> = BTreeMap::new();
+    for r in existing {
+        latest.insert(r.key(), r.status);
+    }
+    let mut items = Vec::new();
+    for (ti, task) in suite.tasks.iter().enumerate() {
+        for (mi, model) in models.iter().enumerate() {
+            let pending = match latest.get(&(task.id.as_str(), model.id.as_str())) {
+                None => true,
+                Some(Status::Failed) => retry_failed,
+                Some(Status::Ok) => false,
+            };
+            if pending {
+                items.push(Item {
+                    task: ti,
+                    model: mi,
+                });
+            }
+        }
+    }
+    items
+}
+
+fn group_by_provider(ctx: &Ctx, items: Vec<Item>) -> Vec<Group<Item>> {
+    let mut by_provider: BTreeMap<&str, Vec<Item>> = BTreeMap::new();
+    for item in items {
+        by_provider
+            .entry(ctx.models[item.model].provider.as_str())
+            .or_default()
+            .push(item);
+    }
+    by_provider
+        .into_iter()
+        .map(|(name, items)| Group {
+            concurrency: ctx.config.providers[name].max_concurrency,
+            items,
+        })
+        .collect()
+}
+
+/// The request every model gets for a task: suite context, style preset and instruction as
+/// the system message, the task as the user message.
+pub fn chat_request(config: &Config, suite: &Suite, task: &Task, model_name: &str) -> ChatRequest {
+    let system: Vec<&str> = [
+        suite.context.as_str(),
+        config.run.style.instruction(),
+        config.run.instruction.as_str(),
+    ]
+    .into_iter()
+    .filter(|s| !s.trim().is_empty())
+    .collect();
+    let mut messages = Vec::with_capacity(2);
+    if !system.is_empty() {
+        messages.push(Message::system(system.join("\n\n")));
+    }
+    messages.push(Message::user(task.prompt.clone()));
+    ChatRequest {
+        model: model_name.to_string(),
+        messages,
+        max_tokens: config.run.max_tokens,
+        temperature: config.run.temperature,
+    }
+}
+
+/// Produces one record, or `None` when the run is stopping and the item did not finish (it is
+/// requested again on resume).
+async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
+    let model = &ctx.models[item.model];
+    let task = &ctx.suite.tasks[item.task];
+    let provider = ctx.config.provider_of(model);
+    let mut record = OutputRecord {
+        task: task.id.clone(),
+        model: model.id.clone(),
+        status: Status::Ok,
+        text: None,
+        error: None,
+        finish_reason: None,
+        usage: None,
+        cost_usd: None,
+        cache_key: None,
+        from_cache: false,
+        attempts: 0,
+        settings: ctx.config.run.generation(),
+    };
+    let result = match provider.kind {
+        ProviderKind::Files => files::answer(&ctx.suite, &model.model, &task.id),
+        ProviderKind::Openai => {
+            let http = &ctx.http[&provider.name];
+            let body =
+                openai::build_request(&chat_request(&ctx.config, &ctx.suite, task, &model.model));
+            call_cached(&ctx, http, &body, &mut record).await?
+        }
+    };
+    match result {
+        Ok(reply) => {
+            record.cost_usd = reply
+                .usage
+                .and_then(|u| model.cost_usd(u.input_tokens, u.output_tokens));
+            record.usage = reply.usage;
+            record.finish_reason = reply.finish_reason;
+            record.text = Some(reply.text);
+        }
+        Err(e) => {
+            record.status = Status::Failed;
+            record.error = Some(RecordedError {
+                class: e.class,
+                message: e.message,
+                http_status: e.status,
+            });
+        }
+    }
+    Some(record)
+}
+
+/// Looks the request up in the cache, else sends it (and caches a good reply). `None` = the
+/// item did not finish because the run is stopping.
+async fn call_cached(
+    ctx: &Ctx,
+    http: &HttpProvider,
+    body: &Value,
+    record: &mut OutputRecord,
+) -> Option<Result<ChatReply, ProviderError>> {
+    let base_url = http.config().base_url.as_deref().unwrap_or_default();
+    let canonical = canonical_request(http.config().kind.as_str(), base_url, body, 1);
+    let key = cache_key(&canonical);
+    record.cache_key = Some(key.as_str().to_string());
+    if !ctx.refresh
+        && let Some(reply) = ctx
+            .cache
+            .get(&key)
+            .and_then(|v| openai::parse_reply_value(&v).ok())
+    {
+        record.from_cache = true;
+        return Some(Ok(reply));
+    }
+    if ctx.stop.is_stopping() {
+        return None;
+    }
+    let stop = ctx.stop.clone();
+    let (result, attempts) = http.post_json(body, &move || stop.is_stopping()).await;
+    record.attempts = attempts;
+    let parsed = result.and_then(|bytes| {
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
+            openai::parse_reply(&bytes).expect_err("bytes that are not JSON never parse")
+        })?;
+        openai::parse_reply_value(&value).map(|reply| (reply, value))
+    });
+    match parsed {
+        Ok((reply, value)) => {
+            if let Err(e) = ctx.cache.put(&key, &canonical, &value) {
+                ctx.stop.request(StopReason::Fatal(format!("{e:#}")));
+                return None;
+            }
+            Some(Ok(reply))
+        }
+        Err(e) if e.class.is_fatal() => {
+            ctx.stop.request(StopReason::Fatal(e.message));
+            None
+        }
+        Err(e) if e.class.is_retryable() && ctx.stop.is_stopping() => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// First Ctrl-C: stop starting items, let those in flight finish, write everything, exit 130.
+/// Second Ctrl-C: exit at once (every finished record is already on disk).
+fn watch_ctrl_c(stop: Arc<Stop>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "\nstopping: finishing requests in flight (press Ctrl-C again to quit at once)"
+            );
+            stop.request(StopReason::Interrupted);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+            }
+        }
+    });
+}

@@ -1,0 +1,14 @@
+//! Thin glue per subcommand: reads config and inputs, calls the core and the engine, writes
+//! outputs. `dispatch` picks the command.
+
+pub mod generate;
+
+use crate::cli::{Cli, Command};
+use crate::error::Outcome;
+
+/// Runs the parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
+    match &cli.command {
+        Command::Generate(args) => generate::run(&cli, args),
+    }
+}

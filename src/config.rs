@@ -1,0 +1,563 @@
+//! `judge.toml` → a validated [`Config`]: providers, models, judges and the run-wide generation
+//! settings. Parsing is pure (`parse_config` takes the text); reading the file and the
+//! environment happens in `load_config`. Every error names the file, the key and what to do.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Generation settings that may only appear once, under `[run]` (DESIGN rule 1).
+const GENERATION_KEYS: &[&str] = &[
+    "max_tokens",
+    "temperature",
+    "style",
+    "instruction",
+    "seed",
+    "top_p",
+    "top_k",
+    "stop",
+    "system",
+    "system_prompt",
+    "presence_penalty",
+    "frequency_penalty",
+];
+
+/// A config problem: where it is and what to do about it, as one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct ConfigError {
+    /// The config file (as given).
+    pub file: String,
+    /// The offending key, e.g. `models[2].provider`, or `line 12` for syntax errors.
+    pub key: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// The kind of a provider: which API it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions and every server compatible with it (vLLM, llama.cpp, Ollama, …).
+    Openai,
+    /// Replays hand-written answers from the suite's `answers/<set>/` (no network).
+    Files,
+}
+
+impl ProviderKind {
+    /// The name used in config and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Files => "files",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai" => Some(ProviderKind::Openai),
+            "files" => Some(ProviderKind::Files),
+            _ => None,
+        }
+    }
+}
+
+/// A resolved provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    /// The name of the `[providers.<name>]` table.
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Base URL of the API, without a trailing slash (HTTP providers only).
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the key; `None` = the server needs no key.
+    /// Only the name is ever stored: the key itself is read at request time.
+    pub api_key_env: Option<String>,
+    pub max_concurrency: usize,
+    /// 0 = no limit.
+    pub requests_per_minute: u32,
+    pub timeout_secs: u64,
+    /// Retries per request after the first attempt.
+    pub max_retries: u32,
+}
+
+/// A model being evaluated, or a judge (same shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// The id used in records and leaderboards.
+    pub id: String,
+    /// Name of the provider table.
+    pub provider: String,
+    /// The provider's model name (for `files`: the answer set name).
+    pub model: String,
+    /// Provider family, e.g. `openai`, `anthropic`, `meta` (judge family exclusion).
+    pub family: String,
+    /// USD per million input tokens; `None` = unpriced.
+    pub price_input_per_mtok: Option<f64>,
+    /// USD per million output tokens; `None` = unpriced.
+    pub price_output_per_mtok: Option<f64>,
+}
+
+impl ModelConfig {
+    /// Cost of a call in USD, or `None` when the model is unpriced.
+    pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> Option<f64> {
+        let (pi, po) = (self.price_input_per_mtok?, self.price_output_per_mtok?);
+        Some((input_tokens as f64 * pi + output_tokens as f64 * po) / 1e6)
+    }
+}
+
+/// A named style preset, applied to every model alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StylePreset {
+    None,
+    Concise,
+    Eli5,
+}
+
+impl StylePreset {
+    /// Every preset name, for error messages and `--help`.
+    pub const NAMES: &'static [&'static str] = &["none", "concise", "eli5"];
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(StylePreset::None),
+            "concise" => Some(StylePreset::Concise),
+            "eli5" => Some(StylePreset::Eli5),
+            _ => None,
+        }
+    }
+
+    /// The instruction this preset adds to the system message ("" for `none`).
+    pub fn instruction(self) -> &'static str {
+        match self {
+            StylePreset::None => "",
+            StylePreset::Concise => {
+                "Be concise: give the answer and only as much explanation as is needed to use it."
+            }
+            StylePreset::Eli5 => {
+                "Explain your answer in plain words for a newcomer with no background: short \
+                 sentences, no jargon without a definition."
+            }
+        }
+    }
+}
+
+impl fmt::Display for StylePreset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            StylePreset::None => "none",
+            StylePreset::Concise => "concise",
+            StylePreset::Eli5 => "eli5",
+        };
+        f.write_str(name)
+    }
+}
+
+/// Run-wide settings: identical for every model (DESIGN rule 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub suite: String,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub style: StylePreset,
+    /// Free-text instruction added after the style preset ("" = none).
+    pub instruction: String,
+    pub seed: u64,
+}
+
+/// The generation settings stored with every output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationSettings {
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub style: String,
+    pub instruction: String,
+}
+
+impl RunSettings {
+    /// The subset stored with every output record.
+    pub fn generation(&self) -> GenerationSettings {
+        GenerationSettings {
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            style: self.style.to_string(),
+            instruction: self.instruction.clone(),
+        }
+    }
+}
+
+/// A validated `judge.toml`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The project root: the directory holding the config (suites/, cache/, runs/ live here).
+    pub root: PathBuf,
+    pub run: RunSettings,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub models: Vec<ModelConfig>,
+    pub judges: Vec<ModelConfig>,
+}
+
+impl Config {
+    /// `suites/` under the project root.
+    pub fn suites_dir(&self) -> PathBuf {
+        self.root.join("suites")
+    }
+    /// `cache/` under the project root.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+    /// `runs/` under the project root.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+    /// The provider a model uses (validated to exist).
+    pub fn provider_of(&self, model: &ModelConfig) -> &ProviderConfig {
+        self.providers
+            .get(&model.provider)
+            .expect("model providers are validated at load")
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    run: RawRun,
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    models: Vec<RawModel>,
+    #[serde(default)]
+    judges: Vec<RawModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    suite: String,
+    #[serde(default = "default_max_tokens")]
+    max_tokens: u32,
+    #[serde(default)]
+    temperature: f64,
+    #[serde(default = "default_style")]
+    style: String,
+    #[serde(default)]
+    instruction: String,
+    #[serde(default)]
+    seed: u64,
+}
+
+fn default_max_tokens() -> u32 {
+    2048
+}
+fn default_style() -> String {
+    "none".into()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    kind: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    max_concurrency: Option<usize>,
+    requests_per_minute: Option<u32>,
+    timeout_secs: Option<u64>,
+    max_retries: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    id: String,
+    provider: String,
+    model: String,
+    family: Option<String>,
+    price_input_per_mtok: Option<f64>,
+    price_output_per_mtok: Option<f64>,
+}
+
+/// Reads and validates the config file. Errors are [`crate::error::JudgeError::Usage`].
+pub fn load_config(path: &Path) -> anyhow::Result<Config> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::error::JudgeError::usage(format!(
+            "cannot read config `{}`: {e} (create it, or pass --config PATH)",
+            path.display()
+        ))
+    })?;
+    let mut config = parse_config(&path.display().to_string(), &text)
+        .map_err(|e| crate::error::JudgeError::usage(e.to_string()))?;
+    config.path = path.to_path_buf();
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    config.root = parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    Ok(config)
+}
+
+/// Parses and validates config text. `file` names the source in errors.
+pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
+    let err = |key: &str, message: String| ConfigError {
+        file: file.to_string(),
+        key: key.to_string(),
+        message,
+    };
+    let table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(file, text, &e))?;
+    refuse_per_model_settings(&table, file)?;
+    let raw: RawConfig = toml::from_str(text).map_err(|e| syntax_error(file, text, &e))?;
+    let run = resolve_run(raw.run, &err)?;
+    let mut providers = BTreeMap::new();
+    for (name, p) in raw.providers {
+        let resolved = resolve_provider(&name, p, &err)?;
+        providers.insert(name, resolved);
+    }
+    let models = resolve_models("models", raw.models, &providers, &err)?;
+    let judges = resolve_models("judges", raw.judges, &providers, &err)?;
+    Ok(Config {
+        path: PathBuf::from(file),
+        root: PathBuf::from("."),
+        run,
+        providers,
+        models,
+        judges,
+    })
+}
+
+fn syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
+    let key = match e.span() {
+        Some(span) => format!(
+            "line {}",
+            text[..span.start.min(text.len())].lines().count().max(1)
+        ),
+        None => "(file)".to_string(),
+    };
+    let message = format!(
+        "{} (fix the TOML; see the README for every key)",
+        e.message().trim()
+    );
+    ConfigError {
+        file: file.to_string(),
+        key,
+        message,
+    }
+}
+
+/// DESIGN rule 1: generation settings are run-wide; refuse them on a model or judge.
+fn refuse_per_model_settings(table: &toml::Table, file: &str) -> Result<(), ConfigError> {
+    for section in ["models", "judges"] {
+        let Some(toml::Value::Array(entries)) = table.get(section) else {
+            continue;
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            let Some(entry) = entry.as_table() else {
+                continue;
+            };
+            if let Some(key) = GENERATION_KEYS.iter().find(|k| entry.contains_key(**k)) {
+                let id = entry.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+                return Err(ConfigError {
+                    file: file.to_string(),
+                    key: format!("{section}[{i}].{key}"),
+                    message: format!(
+                        "`{key}` is set for `{id}`, but generation settings are run-wide so that \
+                         every model is treated alike; set it once under [run] or remove it"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+type ErrFn<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
+
+fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
+    if raw.suite.trim().is_empty() {
+        return Err(err(
+            "run.suite",
+            "is empty; name a folder under suites/".into(),
+        ));
+    }
+    let style = StylePreset::parse(&raw.style).ok_or_else(|| {
+        err(
+            "run.style",
+            format!(
+                "unknown style preset `{}` (expected one of: {})",
+                raw.style,
+                StylePreset::NAMES.join(", ")
+            ),
+        )
+    })?;
+    if raw.max_tokens == 0 {
+        return Err(err("run.max_tokens", "must be at least 1".into()));
+    }
+    if !(0.0..=2.0).contains(&raw.temperature) {
+        return Err(err(
+            "run.temperature",
+            format!("{} is outside 0.0..=2.0", raw.temperature),
+        ));
+    }
+    Ok(RunSettings {
+        suite: raw.suite,
+        max_tokens: raw.max_tokens,
+        temperature: raw.temperature,
+        style,
+        instruction: raw.instruction.trim().to_string(),
+        seed: raw.seed,
+    })
+}
+
+fn resolve_provider(
+    name: &str,
+    p: RawProvider,
+    err: &ErrFn,
+) -> Result<ProviderConfig, ConfigError> {
+    let at = |k: &str| format!("providers.{name}.{k}");
+    let kind = ProviderKind::parse(&p.kind).ok_or_else(|| {
+        err(
+            &at("kind"),
+            format!(
+                "unknown provider kind `{}` (expected one of: openai, files)",
+                p.kind
+            ),
+        )
+    })?;
+    let max_concurrency = p.max_concurrency.unwrap_or(8);
+    if max_concurrency == 0 {
+        return Err(err(&at("max_concurrency"), "must be at least 1".into()));
+    }
+    let timeout_secs = p.timeout_secs.unwrap_or(120);
+    if timeout_secs == 0 {
+        return Err(err(&at("timeout_secs"), "must be at least 1".into()));
+    }
+    let (base_url, api_key_env) = match kind {
+        ProviderKind::Files => {
+            if p.base_url.is_some() || p.api_key_env.is_some() {
+                return Err(err(
+                    &at("base_url"),
+                    "a `files` provider reads answer sets from the suite and takes no base_url \
+                     or api_key_env; remove them"
+                        .into(),
+                ));
+            }
+            (None, None)
+        }
+        ProviderKind::Openai => {
+            let url = p
+                .base_url
+                .unwrap_or_else(|| "https://api.openai.com/v1".into());
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(err(
+                    &at("base_url"),
+                    format!("`{url}` is not an http(s) URL"),
+                ));
+            }
+            let env = p.api_key_env.unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let env = (!env.is_empty()).then_some(env);
+            (Some(url.trim_end_matches('/').to_string()), env)
+        }
+    };
+    Ok(ProviderConfig {
+        name: name.to_string(),
+        kind,
+        base_url,
+        api_key_env,
+        max_concurrency,
+        requests_per_minute: p.requests_per_minute.unwrap_or(0),
+        timeout_secs,
+        max_retries: p.max_retries.unwrap_or(6),
+    })
+}
+
+fn resolve_models(
+    section: &str,
+    raw: Vec<RawModel>,
+    providers: &BTreeMap<String, ProviderConfig>,
+    err: &ErrFn,
+) -> Result<Vec<ModelConfig>, ConfigError> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(raw.len());
+    for (i, m) in raw.into_iter().enumerate() {
+        let at = |k: &str| format!("{section}[{i}].{k}");
+        if !valid_id(&m.id) {
+            return Err(err(
+                &at("id"),
+                format!(
+                    "`{}` is not a valid id (use letters, digits and . _ - : / only)",
+                    m.id
+                ),
+            ));
+        }
+        if !seen.insert(m.id.clone()) {
+            return Err(err(
+                &at("id"),
+                format!("`{}` is defined twice; ids must be unique", m.id),
+            ));
+        }
+        if !providers.contains_key(&m.provider) {
+            let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+            return Err(err(
+                &at("provider"),
+                format!(
+                    "unknown provider `{}` (defined: {}); add a [providers.{}] table",
+                    m.provider,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    },
+                    m.provider
+                ),
+            ));
+        }
+        let family = match m.family.as_deref().map(str::trim) {
+            Some(f) if !f.is_empty() => f.to_string(),
+            _ => {
+                return Err(err(
+                    &at("family"),
+                    format!(
+                        "`{}` has no family; set the provider family (e.g. \"openai\", \
+                         \"anthropic\", \"meta\") so that a judge of the same family can be refused",
+                        m.id
+                    ),
+                ));
+            }
+        };
+        for (key, price) in [
+            ("price_input_per_mtok", m.price_input_per_mtok),
+            ("price_output_per_mtok", m.price_output_per_mtok),
+        ] {
+            if price.is_some_and(|p| !(p >= 0.0 && p.is_finite())) {
+                return Err(err(&at(key), "must be a non-negative number".into()));
+            }
+        }
+        if m.price_input_per_mtok.is_some() != m.price_output_per_mtok.is_some() {
+            return Err(err(
+                &at("price_output_per_mtok"),
+                "set both input and output prices, or neither (unpriced)".into(),
+            ));
+        }
+        out.push(ModelConfig {
+            id: m.id,
+            provider: m.provider,
+            model: m.model,
+            family,
+            price_input_per_mtok: m.price_input_per_mtok,
+            price_output_per_mtok: m.price_output_per_mtok,
+        });
+    }
+    Ok(out)
+}
+
+/// Ids appear in records, file names of labels and leaderboards: keep them plain.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:/".contains(c))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+use super::*;
+
+const GOOD: &str = r#"
+[run]
+suite = "python-pitfalls"
+max_tokens = 512
+temperature = 0.0
+style = "concise"
+seed = 7
+
+[providers.local]
+kind = "files"
+
+[providers.oa]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1/"
+max_concurrency = 4
+
+[[models]]
+id = "reference"
+provider = "local"
+model = "reference"
+family = "handwritten"
+
+[[models]]
+id = "gpt"
+provider = "oa"
+model = "gpt-4o-mini"
+family = "openai"
+price_input_per_mtok = 0.15
+price_output_per_mtok = 0.6
+"#;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    parse_config("judge.toml", text)
+}
+
+fn error_of(text: &str) -> String {
+    parse(text)
+        .expect_err("config should be refused")
+        .to_string()
+}
+
+#[test]
+fn good_config_resolves_defaults() {
+    let c = parse(GOOD).expect("valid");
+    assert_eq!(c.run.style, StylePreset::Concise);
+    assert_eq!(c.run.seed, 7);
+    let oa = &c.providers["oa"];
+    assert_eq!(oa.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(oa.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    assert_eq!(oa.max_retries, 6);
+    assert_eq!(c.models.len(), 2);
+    assert_eq!(c.models[1].cost_usd(1_000_000, 1_000_000), Some(0.75));
+    assert_eq!(c.models[0].cost_usd(10, 10), None);
+}
+
+#[test]
+fn per_model_generation_setting_is_refused() {
+    let text = GOOD.replace(
+        "family = \"openai\"",
+        "family = \"openai\"\ntemperature = 0.7",
+    );
+    let e = error_of(&text);
+    assert!(e.starts_with("judge.toml: models[1].temperature: "), "{e}");
+    assert!(e.contains("run-wide"), "{e}");
+}
+
+#[test]
+fn per_judge_generation_setting_is_refused() {
+    let text = format!(
+        "{GOOD}\n[[judges]]\nid = \"j\"\nprovider = \"oa\"\nmodel = \"m\"\nfamily = \"x\"\nmax_tokens = 9\n"
+    );
+    assert!(error_of(&text).contains("judges[0].max_tokens"));
+}
+
+#[test]
+fn unknown_key_names_line_and_key() {
+    let e = error_of(&GOOD.replace("seed = 7", "seed = 7\ncolour = \"red\""));
+    assert!(e.starts_with("judge.toml: line "), "{e}");
+    assert!(e.contains("colour"), "{e}");
+}
+
+#[test]
+fn syntax_error_names_line() {
+    let e = error_of("[run]\nsuite = \n");
+    assert!(e.contains("line 2"), "{e}");
+}
+
+#[test]
+fn unknown_provider_is_refused() {
+    let e = error_of(&GOOD.replace("provider = \"oa\"", "provider = \"nope\""));
+    assert!(e.contains("models[1].provider"), "{e}");
+    assert!(e.contains("unknown provider `nope`"), "{e}");
+}
+
+#[test]
+fn unknown_provider_kind_is_refused() {
+    let e = error_of(&GOOD.replace("kind = \"openai\"", "kind = \"cohere\""));
+    assert!(e.contains("providers.oa.kind"), "{e}");
+}
+
+#[test]
+fn missing_family_is_refused() {
+    let e = error_of(&GOOD.replace("family = \"openai\"\n", ""));
+    assert!(e.contains("models[1].family"), "{e}");
+}
+
+#[test]
+fn duplicate_model_id_is_refused() {
+    let e = error_of(&GOOD.replace("id = \"gpt\"", "id = \"reference\""));
+    assert!(e.contains("defined twice"), "{e}");
+}
+
+#[test]
+fn bad_style_lists_presets() {
+    let e = error_of(&GOOD.replace("\"concise\"", "\"pirate\""));
+    assert!(
+        e.contains("run.style") && e.contains("none, concise, eli5"),
+        "{e}"
+    );
+}
+
+#[test]
+fn out_of_range_settings_are_refused() {
+    assert!(
+        error_of(&GOOD.replace("temperature = 0.0", "temperature = 3.5"))
+            .contains("run.temperature")
+    );
+    assert!(
+        error_of(&GOOD.replace("max_tokens = 512", "max_tokens = 0")).contains("run.max_tokens")
+    );
+    let e = error_of(&GOOD.replace("max_concurrency = 4", "max_concurrency = 0"));
+    assert!(e.contains("providers.oa.max_concurrency"), "{e}");
+}
+
+#[test]
+fn half_a_price_is_refused() {
+    let e = error_of(&GOOD.replace("price_output_per_mtok = 0.6\n", ""));
+    assert!(e.contains("price_output_per_mtok"), "{e}");
+}
+
+#[test]
+fn files_provider_takes_no_url() {
+    let e = error_of(&GOOD.replace(
+        "kind = \"files\"",
+        "kind = \"files\"\nbase_url = \"http://x\"",
+    ));
+    assert!(e.contains("providers.local.base_url"), "{e}");
+}
+
+#[test]
+fn empty_key_env_means_no_key() {
+    let c = parse(&GOOD.replace(
+        "max_concurrency = 4",
+        "max_concurrency = 4\napi_key_env = \"\"",
+    ))
+    .expect("valid");
+    assert_eq!(c.providers["oa"].api_key_env, None);
+}
+
+#[test]
+fn invalid_model_id_is_refused() {
+    let e = error_of(&GOOD.replace("id = \"gpt\"", "id = \"g p t\""));
+    assert!(e.contains("models[1].id"), "{e}");
+}

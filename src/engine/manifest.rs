@@ -1,0 +1,115 @@
+//! `runs/<run>/manifest.json`: what produced the run (tool version, argv, resolved config
+//! without secrets, suite hash, seed, settings, models, times) and whether it finished.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{ModelConfig, ProviderConfig, RunSettings};
+use crate::records::SCHEMA_VERSION;
+
+/// The suite a run was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    pub name: String,
+    pub version: String,
+    /// SHA-256 over suite.toml, tasks/ and answers/.
+    pub hash: String,
+}
+
+/// The manifest. Sections written by later commands (compare, check, rank) live in `extra`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub run: String,
+    /// `running`, `complete` or `incomplete` (interrupted or aborted; rerun to resume).
+    pub status: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub argv: Vec<String>,
+    pub config_file: String,
+    pub suite: SuiteInfo,
+    pub seed: u64,
+    pub settings: RunSettings,
+    pub models: Vec<ModelConfig>,
+    pub providers: Vec<ProviderConfig>,
+    #[serde(default)]
+    pub judges: Vec<ModelConfig>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Manifest {
+    /// A fresh manifest.
+    pub fn new(run: &str, now: &str, suite: SuiteInfo, settings: RunSettings) -> Self {
+        Manifest {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            run: run.to_string(),
+            status: "running".into(),
+            created_at: now.to_string(),
+            updated_at: now.to_string(),
+            argv: std::env::args().collect(),
+            config_file: String::new(),
+            suite,
+            seed: settings.seed,
+            settings,
+            models: Vec::new(),
+            providers: Vec::new(),
+            judges: Vec::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why a run cannot be resumed with the current config, as one line, or `None` if it can.
+pub fn resume_conflict(
+    old: &Manifest,
+    suite: &SuiteInfo,
+    settings: &RunSettings,
+    models: &[ModelConfig],
+) -> Option<String> {
+    if old.suite != *suite {
+        return Some(format!(
+            "suite `{}` has changed since run `{}` started (hash {} → {})",
+            suite.name,
+            old.run,
+            &old.suite.hash[..12.min(old.suite.hash.len())],
+            &suite.hash[..12]
+        ));
+    }
+    if old.settings != *settings {
+        let before = serde_json::to_value(&old.settings).unwrap_or_default();
+        let after = serde_json::to_value(settings).unwrap_or_default();
+        let changed: Vec<String> = after
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| before.get(k.as_str()) != Some(v))
+            .map(|(k, v)| {
+                format!(
+                    "{k}: {} → {v}",
+                    before.get(k.as_str()).unwrap_or(&Value::Null)
+                )
+            })
+            .collect();
+        return Some(format!(
+            "the [run] settings differ from those run `{}` was generated with ({}); every model must get identical settings",
+            old.run,
+            changed.join(", ")
+        ));
+    }
+    for m in models {
+        if let Some(o) = old.models.iter().find(|o| o.id == m.id)
+            && (o.provider != m.provider || o.model != m.model)
+        {
+            return Some(format!(
+                "model `{}` was `{}` on provider `{}` in run `{}`, now `{}` on `{}`",
+                m.id, o.model, o.provider, old.run, m.model, m.provider
+            ));
+        }
+    }
+    None
+}

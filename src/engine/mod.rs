@@ -1,0 +1,6 @@
+//! The shell that runs work: the run directory (`run_dir`), the bounded worker pool with a
+//! stop signal (`scheduler`) and the manifest.
+
+pub mod manifest;
+pub mod run_dir;
+pub mod scheduler;

@@ -1,0 +1,248 @@
+//! `runs/<run>/`: naming, locking, JSON Lines appends that survive a kill, atomic rewrites.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::cache::write_atomic;
+use crate::error::JudgeError;
+
+/// A run directory.
+#[derive(Debug)]
+pub struct RunDir {
+    name: String,
+    path: PathBuf,
+    _lock: Option<File>,
+}
+
+/// Run names become folder names: letters, digits, `.`, `_`, `-`; not starting with `.`.
+pub fn validate_run_name(name: &str) -> Result<(), JudgeError> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(JudgeError::usage(format!(
+            "invalid run name `{name}`: use letters, digits, `.`, `_` and `-` (it names a folder under runs/)"
+        )))
+    }
+}
+
+impl RunDir {
+    /// `runs_dir/<name>`, which may not exist yet.
+    pub fn at(runs_dir: &Path, name: &str) -> Result<Self, JudgeError> {
+        validate_run_name(name)?;
+        Ok(RunDir {
+            name: name.to_string(),
+            path: runs_dir.join(name),
+            _lock: None,
+        })
+    }
+
+    /// The run's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A file inside the run.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Whether the run has been started (it has a manifest).
+    pub fn exists(&self) -> bool {
+        self.file("manifest.json").is_file()
+    }
+
+    /// Creates the folder and takes an exclusive lock on it for this process (released when
+    /// the process ends, even when killed), so two commands never write one run at once.
+    pub fn create_and_lock(&mut self) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.path)
+            .with_context(|| format!("failed to create run directory `{}`", self.path.display()))?;
+        let lock_path = self.file(".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            return Err(JudgeError::usage(format!(
+                "run `{}` is in use by another judge process; wait for it to finish",
+                self.name
+            ))
+            .into());
+        }
+        self._lock = Some(lock);
+        Ok(())
+    }
+}
+
+/// Reads a JSON Lines file (missing file → empty). A torn last line (the process was killed
+/// mid-write) is cut off the file so that appends continue cleanly; a bad line elsewhere is
+/// an error naming the file and line.
+pub fn read_jsonl_repairing<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
+    };
+    let mut records = Vec::new();
+    let mut good_len: u64 = 0;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    let mut line_no = 0;
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .with_context(|| format!("failed to read `{}`", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete = line.ends_with('\n');
+        match serde_json::from_str::<T>(line.trim_end()) {
+            Ok(r) if complete => {
+                records.push(r);
+                good_len += n as u64;
+            }
+            _ if line.trim().is_empty() && complete => good_len += n as u64,
+            Ok(_) | Err(_) if !complete => {
+                truncate_to(path, good_len)?;
+                eprintln!(
+                    "warning: {}:{line_no}: dropped a record cut off when an earlier run was killed",
+                    path.display()
+                );
+                break;
+            }
+            Err(e) => {
+                return Err(JudgeError::usage(format!(
+                    "{}:{line_no}: not a valid record ({e}); restore the file or start a new run",
+                    path.display()
+                ))
+                .into());
+            }
+            Ok(_) => unreachable!("complete lines are handled above"),
+        }
+    }
+    Ok(records)
+}
+
+fn truncate_to(path: &Path, len: u64) -> anyhow::Result<()> {
+    let f = OpenOptions::new().write(true).open(path)?;
+    f.set_len(len)
+        .with_context(|| format!("failed to repair `{}`", path.display()))
+}
+
+/// Appends records to a JSON Lines file, one `write` + flush per record, so a killed process
+/// keeps every record it finished.
+#[derive(Debug)]
+pub struct JsonlAppender {
+    file: File,
+    path: PathBuf,
+}
+
+impl JsonlAppender {
+    /// Opens (creating) `path` for appending.
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("failed to open `{}` for appending", path.display()))?;
+        Ok(JsonlAppender {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one record as one line.
+    pub fn append<T: Serialize>(&mut self, record: &T) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(record)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .with_context(|| format!("failed to append to `{}`", self.path.display()))
+    }
+}
+
+/// Rewrites a JSON Lines file atomically with the given records.
+pub fn write_jsonl_atomic<T: Serialize>(path: &Path, records: &[T]) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    for r in records {
+        serde_json::to_writer(&mut bytes, r)?;
+        bytes.push(b'\n');
+    }
+    write_atomic(path, &bytes).with_context(|| format!("failed to write `{}`", path.display()))
+}
+
+/// Writes pretty JSON atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).with_context(|| format!("failed to write `{}`", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn run_names_are_checked() {
+        assert!(validate_run_name("demo-20261130-085515").is_ok());
+        for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
+            assert!(validate_run_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn torn_last_line_is_dropped_and_appends_continue() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"a\":2}\n{\"a\":").expect("write");
+        let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
+        assert_eq!(rows, vec![json!({"a":1}), json!({"a":2})]);
+        let mut app = JsonlAppender::open(&path).expect("open");
+        app.append(&json!({"a": 3})).expect("append");
+        let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
+        assert_eq!(rows.len(), 3);
+    }
+
+    #[test]
+    fn bad_line_in_the_middle_names_the_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, "{\"a\":1}\nnot json\n{\"a\":2}\n").expect("write");
+        let e = read_jsonl_repairing::<Value>(&path)
+            .expect_err("bad line")
+            .to_string();
+        assert!(e.contains("x.jsonl:2"), "{e}");
+    }
+
+    #[test]
+    fn second_lock_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = RunDir::at(dir.path(), "r").expect("name");
+        a.create_and_lock().expect("first lock");
+        let mut b = RunDir::at(dir.path(), "r").expect("name");
+        assert!(b.create_and_lock().is_err());
+        drop(a);
+        b.create_and_lock().expect("lock after release");
+    }
+}

@@ -1,0 +1,340 @@
+//! The HTTP layer shared by every HTTP provider: one reqwest client per provider, the API key
+//! (held redacted), timeouts, a requests-per-minute limiter with a provider-wide pause on 429,
+//! and retries with exponential backoff, full jitter and `Retry-After`.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{ErrorClass, ProviderError, openai};
+use crate::config::{ProviderConfig, ProviderKind};
+
+/// An API key. Its `Debug` output is redacted; it is never serialised.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a key.
+    pub fn new(value: String) -> Self {
+        Secret(value)
+    }
+    /// The key itself, for the request header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Exponential backoff delays with full jitter in [d/2, d], capped; an iterator so it can be
+/// tested without sleeping. Jitter comes from a small xorshift seeded by the caller.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    cap: Duration,
+    state: u64,
+}
+
+impl Backoff {
+    /// Starts at `base`, doubles each step up to `cap`.
+    pub fn new(base: Duration, cap: Duration, seed: u64) -> Self {
+        Backoff {
+            next: base,
+            cap,
+            state: seed | 1,
+        }
+    }
+}
+
+impl Iterator for Backoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        let unit = (self.state >> 11) as f64 / (1u64 << 53) as f64;
+        let full = self.next.min(self.cap);
+        self.next = self.next.saturating_mul(2).min(self.cap);
+        Some(full.mul_f64(0.5 + 0.5 * unit))
+    }
+}
+
+/// Parses `Retry-After`: delay-seconds or an HTTP-date (relative to `now`).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = crate::time::parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Longest wait we honour from a server, so that a bad header cannot stall a run for hours.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// Spaces requests to `requests_per_minute` and pauses the whole provider after a 429.
+#[derive(Debug)]
+struct Limiter {
+    interval: Option<Duration>,
+    state: Mutex<LimiterState>,
+}
+
+#[derive(Debug)]
+struct LimiterState {
+    next_slot: Instant,
+    paused_until: Instant,
+}
+
+impl Limiter {
+    fn new(requests_per_minute: u32) -> Self {
+        let interval =
+            (requests_per_minute > 0).then(|| Duration::from_secs(60) / requests_per_minute);
+        let now = Instant::now();
+        Limiter {
+            interval,
+            state: Mutex::new(LimiterState {
+                next_slot: now,
+                paused_until: now,
+            }),
+        }
+    }
+
+    /// How long the caller must wait before sending; reserves its slot.
+    fn reserve(&self) -> Duration {
+        let mut s = self
+            .state
+            .lock()
+            .expect("limiter lock is never poisoned: no panics inside");
+        let now = Instant::now();
+        let start = s.next_slot.max(s.paused_until).max(now);
+        if let Some(iv) = self.interval {
+            s.next_slot = start + iv;
+        }
+        start - now
+    }
+
+    fn pause_for(&self, d: Duration) {
+        let mut s = self
+            .state
+            .lock()
+            .expect("limiter lock is never poisoned: no panics inside");
+        s.paused_until = s.paused_until.max(Instant::now() + d);
+    }
+}
+
+/// A provider's HTTP client.
+#[derive(Debug)]
+pub struct HttpProvider {
+    config: ProviderConfig,
+    key: Option<Secret>,
+    client: reqwest::Client,
+    limiter: Limiter,
+    backoff_base: Duration,
+}
+
+/// Environment variable that sets the first backoff delay in milliseconds (default 1000);
+/// tests and local servers use a small value.
+pub const BACKOFF_ENV: &str = "JUDGE_RETRY_BASE_MS";
+
+impl HttpProvider {
+    /// Builds the client. `key` is read from the env by the caller.
+    pub fn new(config: ProviderConfig, key: Option<Secret>) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
+            .user_agent(concat!("judge/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        let backoff_ms = std::env::var(BACKOFF_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        Ok(HttpProvider {
+            limiter: Limiter::new(config.requests_per_minute),
+            config,
+            key,
+            client,
+            backoff_base: Duration::from_millis(backoff_ms),
+        })
+    }
+
+    /// The provider's config.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// POSTs `body`, retrying what can succeed on a second try. Returns the 2xx body and the
+    /// number of attempts. `stopping` is polled before each retry: once it is true, the last
+    /// error is returned instead of waiting.
+    pub async fn post_json(
+        &self,
+        body: &serde_json::Value,
+        stopping: &(dyn Fn() -> bool + Sync),
+    ) -> (Result<Vec<u8>, ProviderError>, u32) {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(7, |d| d.as_nanos() as u64);
+        let mut backoff = Backoff::new(self.backoff_base, Duration::from_secs(60), seed);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            tokio::time::sleep(self.limiter.reserve()).await;
+            let err = match self.send_once(body).await {
+                Ok(bytes) => return (Ok(bytes), attempt),
+                Err(e) => e,
+            };
+            if !err.class.is_retryable() || attempt > self.config.max_retries || stopping() {
+                return (Err(err), attempt);
+            }
+            let wait = err.retry_after.map(|d| d.min(MAX_RETRY_AFTER));
+            let wait = wait.unwrap_or_else(|| backoff.next().expect("backoff never ends"));
+            if err.class == ErrorClass::RateLimited {
+                self.limiter.pause_for(wait);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn send_once(&self, body: &serde_json::Value) -> Result<Vec<u8>, ProviderError> {
+        let base = self
+            .config
+            .base_url
+            .as_deref()
+            .expect("http providers have a base_url");
+        let path = match self.config.kind {
+            ProviderKind::Openai => openai::PATH,
+            ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
+        };
+        let mut req = self.client.post(format!("{base}{path}")).json(body);
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key.expose());
+        }
+        let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        if (200..300).contains(&status) {
+            return Ok(bytes.to_vec());
+        }
+        let mut err = openai::classify_status(status, &String::from_utf8_lossy(&bytes));
+        err.retry_after = retry_after;
+        err.message = self.explain(&err);
+        Err(err)
+    }
+
+    fn transport_error(&self, e: &reqwest::Error) -> ProviderError {
+        let class = if e.is_timeout() {
+            ErrorClass::Timeout
+        } else {
+            ErrorClass::Network
+        };
+        let mut msg = format!("{e}");
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            msg.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        if e.is_timeout() {
+            msg = format!(
+                "no complete response within {}s ({msg})",
+                self.config.timeout_secs
+            );
+        }
+        ProviderError::new(class, self.redact(&msg))
+    }
+
+    /// Adds what to do to fatal errors and removes the key from any echoed text.
+    fn explain(&self, err: &ProviderError) -> String {
+        let env = self.config.api_key_env.as_deref().unwrap_or("(none)");
+        let name = &self.config.name;
+        let msg = match err.class {
+            ErrorClass::Auth => format!(
+                "provider `{name}` refused the API key from `{env}` ({}); check that `{env}` holds a valid key with access to this model",
+                err.message
+            ),
+            ErrorClass::QuotaExhausted => format!(
+                "provider `{name}` reports the account's quota is exhausted ({}); add credit or use another key",
+                err.message
+            ),
+            ErrorClass::UnknownModel => format!(
+                "provider `{name}` does not know the model or endpoint ({}); check `model` and `base_url` in judge.toml",
+                err.message
+            ),
+            _ => err.message.clone(),
+        };
+        self.redact(&msg)
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "***"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let delays: Vec<Duration> =
+            Backoff::new(Duration::from_secs(1), Duration::from_secs(8), 42)
+                .take(6)
+                .collect();
+        let full = [1u64, 2, 4, 8, 8, 8];
+        for (d, f) in delays.iter().zip(full) {
+            let f = Duration::from_secs(f);
+            assert!(
+                *d >= f / 2 && *d <= f,
+                "{d:?} not within [{:?}, {f:?}]",
+                f / 2
+            );
+        }
+        let again: Vec<Duration> = Backoff::new(Duration::from_secs(1), Duration::from_secs(8), 42)
+            .take(6)
+            .collect();
+        assert_eq!(delays, again, "same seed, same delays");
+    }
+
+    #[test]
+    fn retry_after_seconds_and_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
+        assert_eq!(parse_retry_after("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:30 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn secret_debug_is_redacted() {
+        let s = Secret::new("sk-very-secret".into());
+        assert_eq!(format!("{s:?}"), "Secret(***)");
+    }
+
+    #[test]
+    fn limiter_spaces_requests() {
+        let l = Limiter::new(600); // one per 100 ms
+        assert_eq!(l.reserve(), Duration::ZERO);
+        let second = l.reserve();
+        assert!(
+            second > Duration::from_millis(90) && second <= Duration::from_millis(100),
+            "{second:?}"
+        );
+        l.pause_for(Duration::from_secs(5));
+        assert!(l.reserve() > Duration::from_secs(4));
+    }
+}

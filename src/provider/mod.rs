@@ -1,0 +1,147 @@
+//! Providers behind one interface: the common request and reply types, the error taxonomy
+//! recorded in outputs, and the dispatch to each provider's pure translation (`openai`, `files`)
+//! and the HTTP layer (`http`).
+
+pub mod files;
+pub mod http;
+pub mod openai;
+
+use serde::{Deserialize, Serialize};
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A provider-neutral chat request. Everything that can change the reply is in here.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// The provider's model name.
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub max_tokens: u32,
+    pub temperature: f64,
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A successful reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatReply {
+    pub text: String,
+    /// `stop`, `length`, … as the provider reports it (normalised to lowercase).
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+/// What kind of failure an item had; recorded in `error.class`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The request timed out (connect or whole-request timeout).
+    Timeout,
+    /// Connection refused, reset, or the body was cut off.
+    Network,
+    /// 429 that is not an exhausted quota.
+    RateLimited,
+    /// 5xx (or 529 overloaded).
+    ServerError,
+    /// A 4xx other than auth, quota, rate limit or unknown model.
+    ClientError,
+    /// The body is not JSON, or not of the expected shape.
+    MalformedResponse,
+    /// The reply has no text.
+    EmptyOutput,
+    /// The model refused or the provider blocked the reply.
+    Refusal,
+    /// `files` provider: the answer set has no answer for this task.
+    MissingAnswer,
+    /// 401/403: the key is missing, wrong or lacks permission (aborts the run).
+    Auth,
+    /// 429 meaning the account's quota or credit is exhausted (aborts the run).
+    QuotaExhausted,
+    /// 404: the model does not exist at this provider (aborts the run).
+    UnknownModel,
+}
+
+impl ErrorClass {
+    /// Worth another try after a pause.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Timeout
+                | ErrorClass::Network
+                | ErrorClass::RateLimited
+                | ErrorClass::ServerError
+        )
+    }
+
+    /// Affects every item of the run: stop the run instead of recording item failures.
+    pub fn is_fatal(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Auth | ErrorClass::QuotaExhausted | ErrorClass::UnknownModel
+        )
+    }
+}
+
+/// A failed call, after retries.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub class: ErrorClass,
+    /// One line; never contains the API key.
+    pub message: String,
+    /// HTTP status, when there was a response.
+    pub status: Option<u16>,
+    /// Server-requested wait (from `Retry-After`).
+    pub retry_after: Option<std::time::Duration>,
+}
+
+impl ProviderError {
+    /// A new error without HTTP details.
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        ProviderError {
+            class,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+        }
+    }
+}
+
+/// Shortens a response body for an error message: first `max` chars, one line.
+pub fn excerpt(body: &str, max: usize) -> String {
+    let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}

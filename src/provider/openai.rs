@@ -1,0 +1,220 @@
+//! OpenAI Chat Completions translation: `ChatRequest` → request body, response body →
+//! `ChatReply` or a classified error. Pure; `http.rs` sends it. Works for every
+//! OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenRouter, Together, Groq, …).
+
+use serde_json::{Value, json};
+
+use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt};
+
+/// The path appended to `base_url`.
+pub const PATH: &str = "/chat/completions";
+
+/// The JSON body for a request.
+pub fn build_request(req: &ChatRequest) -> Value {
+    json!({
+        "model": req.model,
+        "messages": req.messages,
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+    })
+}
+
+/// Parses a 2xx response body.
+pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ProviderError::new(
+            ErrorClass::MalformedResponse,
+            format!(
+                "response is not JSON ({e}): {}",
+                excerpt(&String::from_utf8_lossy(body), 200)
+            ),
+        )
+    })?;
+    parse_reply_value(&value)
+}
+
+/// Parses a 2xx response already decoded as JSON (e.g. from the cache).
+pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
+    let shape = |what: &str| {
+        ProviderError::new(
+            ErrorClass::MalformedResponse,
+            format!(
+                "unexpected response shape: {what}: {}",
+                excerpt(&value.to_string(), 200)
+            ),
+        )
+    };
+    let choice = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| shape("no choices[0]"))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| shape("no choices[0].message"))?;
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase);
+    let usage = value.get("usage").map(|u| Usage {
+        input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    });
+    if let Some(refusal) = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
+    {
+        return Err(ProviderError::new(
+            ErrorClass::Refusal,
+            format!("model refused: {}", excerpt(refusal, 300)),
+        ));
+    }
+    if finish_reason.as_deref() == Some("content_filter") {
+        return Err(ProviderError::new(
+            ErrorClass::Refusal,
+            "reply blocked by the provider's content filter",
+        ));
+    }
+    let text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(_) => return Err(shape("choices[0].message.content is not a string")),
+    };
+    if text.trim().is_empty() {
+        return Err(ProviderError::new(
+            ErrorClass::EmptyOutput,
+            format!(
+                "empty reply (finish_reason: {})",
+                finish_reason.as_deref().unwrap_or("none")
+            ),
+        ));
+    }
+    Ok(ChatReply {
+        text,
+        finish_reason,
+        usage,
+    })
+}
+
+/// Classifies a non-2xx response.
+pub fn classify_status(status: u16, body: &str) -> ProviderError {
+    let lower = body.to_ascii_lowercase();
+    let class = match status {
+        401 | 403 => ErrorClass::Auth,
+        404 => ErrorClass::UnknownModel,
+        429 if is_quota_exhausted(&lower) => ErrorClass::QuotaExhausted,
+        429 => ErrorClass::RateLimited,
+        408 => ErrorClass::Timeout,
+        500..=599 => ErrorClass::ServerError,
+        _ => ErrorClass::ClientError,
+    };
+    let mut e = ProviderError::new(class, format!("HTTP {status}: {}", excerpt(body, 300)));
+    e.status = Some(status);
+    e
+}
+
+/// A 429 that no amount of waiting fixes: the account is out of quota or credit.
+fn is_quota_exhausted(lower_body: &str) -> bool {
+    [
+        "insufficient_quota",
+        "exceeded your current quota",
+        "quota_exceeded",
+        "billing",
+        "credit balance",
+    ]
+    .iter()
+    .any(|m| lower_body.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Message;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/tests/fixtures/providers/openai/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+    }
+
+    #[test]
+    fn request_body_has_every_generation_parameter() {
+        let req = ChatRequest {
+            model: "gpt-4o-mini".into(),
+            messages: vec![Message::system("be brief"), Message::user("hi")],
+            max_tokens: 64,
+            temperature: 0.0,
+        };
+        let body = build_request(&req);
+        assert_eq!(
+            body,
+            json!({"model": "gpt-4o-mini", "max_tokens": 64, "temperature": 0.0,
+                   "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]})
+        );
+    }
+
+    #[test]
+    fn parses_recorded_success() {
+        let r = parse_reply(&fixture("success.json")).expect("valid reply");
+        assert!(r.text.starts_with("```python"));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 52,
+                output_tokens: 31
+            })
+        );
+    }
+
+    #[test]
+    fn length_finish_is_kept() {
+        let r = parse_reply(&fixture("length.json")).expect("valid reply");
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn recorded_failures_are_classified() {
+        let cases = [
+            ("refusal.json", ErrorClass::Refusal),
+            ("empty_content.json", ErrorClass::EmptyOutput),
+            ("wrong_shape.json", ErrorClass::MalformedResponse),
+            ("not_json.txt", ErrorClass::MalformedResponse),
+        ];
+        for (file, class) in cases {
+            let e = parse_reply(&fixture(file)).expect_err(file);
+            assert_eq!(e.class, class, "{file}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let quota = String::from_utf8(fixture("error_429_quota.json")).expect("utf8");
+        let rate = String::from_utf8(fixture("error_429_rate.json")).expect("utf8");
+        let cases = [
+            (401, "", ErrorClass::Auth),
+            (403, "", ErrorClass::Auth),
+            (404, "model not found", ErrorClass::UnknownModel),
+            (429, quota.as_str(), ErrorClass::QuotaExhausted),
+            (429, rate.as_str(), ErrorClass::RateLimited),
+            (500, "", ErrorClass::ServerError),
+            (503, "", ErrorClass::ServerError),
+            (400, "context length exceeded", ErrorClass::ClientError),
+            (422, "", ErrorClass::ClientError),
+        ];
+        for (status, body, class) in cases {
+            let e = classify_status(status, body);
+            assert_eq!(e.class, class, "{status} {body}");
+            assert_eq!(e.status, Some(status));
+        }
+        assert!(
+            ErrorClass::RateLimited.is_retryable() && !ErrorClass::QuotaExhausted.is_retryable()
+        );
+        assert!(ErrorClass::QuotaExhausted.is_fatal() && !ErrorClass::ClientError.is_fatal());
+    }
+}

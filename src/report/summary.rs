@@ -1,0 +1,170 @@
+//! End-of-run summary tables (pure: records in, text out).
+
+use std::collections::BTreeMap;
+
+use super::format_usd;
+use crate::config::ModelConfig;
+use crate::records::{OutputRecord, Status};
+
+#[derive(Debug, Default)]
+struct Row {
+    ok: u64,
+    failed: u64,
+    truncated: u64,
+    cached: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+}
+
+/// Per-model totals of a generation: ok, failed, truncated (finish_reason `length`), cache
+/// hits, tokens and cost (`unpriced` when the model has no price).
+pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> String {
+    let mut rows: BTreeMap<&str, Row> = models
+        .iter()
+        .map(|m| (m.id.as_str(), Row::default()))
+        .collect();
+    for r in records {
+        let Some(row) = rows.get_mut(r.model.as_str()) else {
+            continue;
+        };
+        match r.status {
+            Status::Ok => row.ok += 1,
+            Status::Failed => row.failed += 1,
+        }
+        row.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
+        row.cached += u64::from(r.from_cache);
+        if let Some(u) = r.usage {
+            row.input_tokens += u.input_tokens;
+            row.output_tokens += u.output_tokens;
+        }
+        row.cost_usd += r.cost_usd.unwrap_or(0.0);
+    }
+    let header = [
+        "model",
+        "ok",
+        "failed",
+        "truncated",
+        "cached",
+        "tokens in",
+        "tokens out",
+        "cost",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_string()).collect()];
+    for m in models {
+        let r = &rows[m.id.as_str()];
+        let priced = m.price_input_per_mtok.is_some();
+        table.push(vec![
+            m.id.clone(),
+            r.ok.to_string(),
+            r.failed.to_string(),
+            r.truncated.to_string(),
+            r.cached.to_string(),
+            r.input_tokens.to_string(),
+            r.output_tokens.to_string(),
+            if priced {
+                format_usd(r.cost_usd)
+            } else {
+                "unpriced".into()
+            },
+        ]);
+    }
+    render_table(&table)
+}
+
+/// Left-aligns the first column, right-aligns the rest, two spaces between columns.
+pub fn render_table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c == 0 {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GenerationSettings;
+    use crate::provider::Usage;
+
+    fn model(id: &str, priced: bool) -> ModelConfig {
+        ModelConfig {
+            id: id.into(),
+            provider: "p".into(),
+            model: id.into(),
+            family: "f".into(),
+            price_input_per_mtok: priced.then_some(1.0),
+            price_output_per_mtok: priced.then_some(2.0),
+        }
+    }
+
+    fn record(model: &str, status: Status, cost: Option<f64>) -> OutputRecord {
+        OutputRecord {
+            task: "t".into(),
+            model: model.into(),
+            status,
+            text: None,
+            error: None,
+            finish_reason: Some("length".into()),
+            usage: Some(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+            }),
+            cost_usd: cost,
+            cache_key: None,
+            from_cache: true,
+            attempts: 0,
+            settings: GenerationSettings {
+                max_tokens: 1,
+                temperature: 0.0,
+                style: "none".into(),
+                instruction: String::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn unpriced_is_never_zero_dollars() {
+        let records = vec![
+            record("a", Status::Ok, Some(0.5)),
+            record("b", Status::Failed, None),
+        ];
+        let s = generation_summary(&records, &[model("a", true), model("b", false)]);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[0],
+            "model  ok  failed  truncated  cached  tokens in  tokens out      cost"
+        );
+        assert!(
+            lines[1].starts_with("a ") && lines[1].ends_with("$0.5000"),
+            "{s}"
+        );
+        assert!(
+            lines[2].starts_with("b ") && lines[2].ends_with("unpriced"),
+            "{s}"
+        );
+        assert!(lines[2].contains("  1  "), "{s}");
+    }
+}

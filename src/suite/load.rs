@@ -1,0 +1,77 @@
+//! Reads a suite folder from disk into the path → text map that `parse_suite` validates.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::{Suite, parse_suite};
+use crate::error::JudgeError;
+
+/// Loads and validates `suites_dir/<name>`. Every problem is a usage error (exit 2).
+pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
+    let dir = suites_dir.join(name);
+    if !dir.is_dir() {
+        let mut available: Vec<String> = std::fs::read_dir(suites_dir)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter(|e| e.path().join("suite.toml").is_file())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        available.sort();
+        let list = if available.is_empty() {
+            "none".to_string()
+        } else {
+            available.join(", ")
+        };
+        return Err(JudgeError::usage(format!(
+            "suite `{name}` not found in `{}` (available: {list}); set [run] suite in judge.toml",
+            suites_dir.display()
+        ))
+        .into());
+    }
+    let files = read_suite_files(&dir)?;
+    parse_suite(name, &files).map_err(|e| JudgeError::usage(e.to_string()).into())
+}
+
+/// Every file under `dir` (relative `/`-separated path → UTF-8 text), skipping hidden entries
+/// and `__pycache__`.
+pub fn read_suite_files(dir: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    walk(dir, "", &mut out)?;
+    Ok(out)
+}
+
+fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) -> anyhow::Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("failed to read `{}`", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("failed to read `{}`", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "__pycache__" {
+            continue;
+        }
+        let rel = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, &rel, out)?;
+        } else {
+            let bytes = std::fs::read(&path)
+                .with_context(|| format!("failed to read `{}`", path.display()))?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                JudgeError::usage(format!(
+                    "`{}` is not valid UTF-8; save it as UTF-8",
+                    path.display()
+                ))
+            })?;
+            out.insert(rel, text);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! A suite of tasks: `suites/<suite>/suite.toml`, `tasks/<id>/prompt.md` (+ optional
+//! `check.py`) and optional hand-written answer sets `answers/<set>/<id>.md`. Parsing and
+//! validation are pure (`parse`); reading the folder is `load`.
+
+mod load;
+mod parse;
+
+use std::collections::BTreeMap;
+
+pub use load::{load_suite, read_suite_files};
+pub use parse::{SuiteError, parse_suite};
+
+/// One task of a suite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// The folder name under `tasks/`.
+    pub id: String,
+    /// The contents of `prompt.md`.
+    pub prompt: String,
+    /// The contents of the optional hidden test `check.py`.
+    pub check: Option<String>,
+}
+
+/// A validated suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    pub version: String,
+    /// Suite-level context given to every model (and to the judge).
+    pub context: String,
+    /// What "better" means for this suite (the judge's only suite-owned input).
+    pub criteria: String,
+    /// Tasks sorted by id.
+    pub tasks: Vec<Task>,
+    /// Answer sets: set name → task id → answer text.
+    pub answers: BTreeMap<String, BTreeMap<String, String>>,
+    /// SHA-256 (hex) over suite.toml, every task file and every answer file.
+    pub hash: String,
+}
+
+impl Suite {
+    /// The task with this id.
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks
+            .binary_search_by(|t| t.id.as_str().cmp(id))
+            .ok()
+            .map(|i| &self.tasks[i])
+    }
+}

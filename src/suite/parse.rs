@@ -1,0 +1,377 @@
+//! Files of a suite folder (relative path → text) → a validated [`Suite`]. Pure: no I/O.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{Suite, Task};
+
+/// Why a suite was refused. Every variant names the file and what to do.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SuiteError {
+    #[error(
+        "suite `{suite}`: suite.toml is missing; create it with name, version, context and criteria"
+    )]
+    MissingSuiteToml { suite: String },
+    #[error("suite `{suite}`: suite.toml: {message}")]
+    BadSuiteToml { suite: String, message: String },
+    #[error(
+        "suite `{suite}`: suite.toml names the suite `{name}` but its folder is `{suite}`; make them equal"
+    )]
+    NameMismatch { suite: String, name: String },
+    #[error("suite `{suite}`: no tasks; add tasks/<id>/prompt.md")]
+    NoTasks { suite: String },
+    #[error("suite `{suite}`: tasks/{task}/ has no prompt.md; add it or remove the folder")]
+    MissingPrompt { suite: String, task: String },
+    #[error("suite `{suite}`: tasks/{task}/prompt.md is empty; write the task")]
+    EmptyPrompt { suite: String, task: String },
+    #[error(
+        "suite `{suite}`: `{path}`: task ids use lowercase letters, digits, `-` and `_` only; rename the folder"
+    )]
+    BadTaskId { suite: String, path: String },
+    #[error(
+        "suite `{suite}`: tasks `{first}` and `{second}` differ only in case; ids must be unique"
+    )]
+    DuplicateTask {
+        suite: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "suite `{suite}`: unexpected file `{path}` (a task holds only prompt.md and check.py; answers are answers/<set>/<task>.md)"
+    )]
+    UnknownFile { suite: String, path: String },
+    #[error(
+        "suite `{suite}`: `{path}` answers task `{task}`, which the suite does not have; rename or remove it"
+    )]
+    AnswerForUnknownTask {
+        suite: String,
+        path: String,
+        task: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteToml {
+    name: String,
+    version: String,
+    #[serde(default)]
+    context: String,
+    criteria: String,
+}
+
+/// Validates the files of suite folder `folder` (paths relative to it, `/`-separated).
+pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Suite, SuiteError> {
+    let suite = folder.to_string();
+    let toml_text = files
+        .get("suite.toml")
+        .ok_or(SuiteError::MissingSuiteToml {
+            suite: suite.clone(),
+        })?;
+    let meta: SuiteToml = toml::from_str(toml_text).map_err(|e| SuiteError::BadSuiteToml {
+        suite: suite.clone(),
+        message: toml_message(toml_text, &e),
+    })?;
+    if meta.name != folder {
+        return Err(SuiteError::NameMismatch {
+            suite,
+            name: meta.name,
+        });
+    }
+    if meta.criteria.trim().is_empty() {
+        return Err(SuiteError::BadSuiteToml {
+            suite,
+            message: "`criteria` is empty; say what makes one answer better than another".into(),
+        });
+    }
+    let (tasks, answers) = collect_entries(&suite, files)?;
+    let tasks = validate_tasks(&suite, tasks)?;
+    for (set, by_task) in &answers {
+        for task in by_task.keys() {
+            if !tasks.iter().any(|t| &t.id == task) {
+                return Err(SuiteError::AnswerForUnknownTask {
+                    suite: suite.clone(),
+                    path: format!("answers/{set}/{task}.md"),
+                    task: task.clone(),
+                });
+            }
+        }
+    }
+    Ok(Suite {
+        name: meta.name,
+        version: meta.version,
+        context: meta.context.trim().to_string(),
+        criteria: meta.criteria.trim().to_string(),
+        tasks,
+        answers,
+        hash: suite_hash(files),
+    })
+}
+
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+    match line {
+        Some(l) => format!("line {l}: {}", e.message().trim()),
+        None => e.message().trim().to_string(),
+    }
+}
+
+/// Task id → (prompt, check) as found, and answer set → task → text.
+type Entries = (
+    BTreeMap<String, (Option<String>, Option<String>)>,
+    BTreeMap<String, BTreeMap<String, String>>,
+);
+
+fn collect_entries(suite: &str, files: &BTreeMap<String, String>) -> Result<Entries, SuiteError> {
+    let mut tasks: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
+    let mut answers: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let unknown = |path: &str| SuiteError::UnknownFile {
+        suite: suite.to_string(),
+        path: path.to_string(),
+    };
+    for (path, text) in files {
+        let parts: Vec<&str> = path.split('/').collect();
+        match parts.as_slice() {
+            ["tasks", id, file] => {
+                let entry = tasks.entry((*id).to_string()).or_default();
+                match *file {
+                    "prompt.md" => entry.0 = Some(text.clone()),
+                    "check.py" => entry.1 = Some(text.clone()),
+                    _ => return Err(unknown(path)),
+                }
+            }
+            ["answers", set, file] => {
+                let task = file.strip_suffix(".md").ok_or_else(|| unknown(path))?;
+                answers
+                    .entry((*set).to_string())
+                    .or_default()
+                    .insert(task.to_string(), text.clone());
+            }
+            ["tasks" | "answers", ..] => return Err(unknown(path)),
+            _ => {} // top-level docs and scripts are not part of the suite's content
+        }
+    }
+    Ok((tasks, answers))
+}
+
+fn validate_tasks(
+    suite: &str,
+    found: BTreeMap<String, (Option<String>, Option<String>)>,
+) -> Result<Vec<Task>, SuiteError> {
+    let suite_s = || suite.to_string();
+    if found.is_empty() {
+        return Err(SuiteError::NoTasks { suite: suite_s() });
+    }
+    let mut folded: BTreeMap<String, String> = BTreeMap::new();
+    let mut tasks = Vec::with_capacity(found.len());
+    for (id, (prompt, check)) in found {
+        let valid = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if let Some(first) = folded.insert(id.to_ascii_lowercase(), id.clone()) {
+            return Err(SuiteError::DuplicateTask {
+                suite: suite_s(),
+                first,
+                second: id,
+            });
+        }
+        if !valid {
+            return Err(SuiteError::BadTaskId {
+                suite: suite_s(),
+                path: format!("tasks/{id}"),
+            });
+        }
+        let prompt = prompt.ok_or_else(|| SuiteError::MissingPrompt {
+            suite: suite_s(),
+            task: id.clone(),
+        })?;
+        if prompt.trim().is_empty() {
+            return Err(SuiteError::EmptyPrompt {
+                suite: suite_s(),
+                task: id,
+            });
+        }
+        tasks.push(Task { id, prompt, check });
+    }
+    Ok(tasks)
+}
+
+/// SHA-256 over (path, length, bytes) of suite.toml and every file under tasks/ and answers/,
+/// in path order.
+fn suite_hash(files: &BTreeMap<String, String>) -> String {
+    let mut h = Sha256::new();
+    let relevant = files.iter().filter(|(p, _)| {
+        *p == "suite.toml" || p.starts_with("tasks/") || p.starts_with("answers/")
+    });
+    for (path, text) in relevant {
+        h.update((path.len() as u64).to_le_bytes());
+        h.update(path.as_bytes());
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    crate::hex(&h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let mut f = BTreeMap::from([
+            (
+                "suite.toml".to_string(),
+                "name = \"demo\"\nversion = \"1\"\ncontext = \"ctx\"\ncriteria = \"correct\"\n"
+                    .to_string(),
+            ),
+            (
+                "tasks/alpha/prompt.md".to_string(),
+                "Write alpha.".to_string(),
+            ),
+            (
+                "tasks/alpha/check.py".to_string(),
+                "import solution".to_string(),
+            ),
+            (
+                "tasks/beta/prompt.md".to_string(),
+                "Write beta.".to_string(),
+            ),
+            (
+                "answers/reference/alpha.md".to_string(),
+                "```python\nx=1\n```".to_string(),
+            ),
+        ]);
+        for (p, t) in extra {
+            f.insert((*p).to_string(), (*t).to_string());
+        }
+        f
+    }
+
+    fn refused(f: &BTreeMap<String, String>) -> SuiteError {
+        parse_suite("demo", f).expect_err("suite should be refused")
+    }
+
+    #[test]
+    fn valid_suite_parses() {
+        let s = parse_suite("demo", &files(&[("README.md", "docs")])).expect("valid");
+        assert_eq!(
+            s.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            ["alpha", "beta"]
+        );
+        assert!(s.task("alpha").and_then(|t| t.check.as_ref()).is_some());
+        assert!(s.task("beta").is_some_and(|t| t.check.is_none()));
+        assert_eq!(s.answers["reference"]["alpha"], "```python\nx=1\n```");
+        assert_eq!(s.context, "ctx");
+        assert_eq!(s.hash.len(), 64);
+    }
+
+    #[test]
+    fn hash_changes_with_content_but_not_docs() {
+        let base = parse_suite("demo", &files(&[])).expect("valid").hash;
+        let docs = parse_suite("demo", &files(&[("README.md", "x")]))
+            .expect("valid")
+            .hash;
+        assert_eq!(base, docs);
+        let changed = parse_suite("demo", &files(&[("tasks/beta/prompt.md", "Write beta!")]))
+            .expect("valid")
+            .hash;
+        assert_ne!(base, changed);
+    }
+
+    #[test]
+    fn missing_suite_toml() {
+        let mut f = files(&[]);
+        f.remove("suite.toml");
+        assert!(matches!(refused(&f), SuiteError::MissingSuiteToml { .. }));
+    }
+
+    #[test]
+    fn unknown_key_in_suite_toml() {
+        let f = files(&[(
+            "suite.toml",
+            "name=\"demo\"\nversion=\"1\"\ncriteria=\"c\"\nauthor=\"me\"\n",
+        )]);
+        let e = refused(&f).to_string();
+        assert!(e.contains("suite.toml") && e.contains("author"), "{e}");
+    }
+
+    #[test]
+    fn name_must_match_folder() {
+        let f = files(&[(
+            "suite.toml",
+            "name=\"other\"\nversion=\"1\"\ncriteria=\"c\"\n",
+        )]);
+        assert!(matches!(refused(&f), SuiteError::NameMismatch { .. }));
+    }
+
+    #[test]
+    fn empty_criteria_refused() {
+        let f = files(&[(
+            "suite.toml",
+            "name=\"demo\"\nversion=\"1\"\ncriteria=\" \"\n",
+        )]);
+        assert!(refused(&f).to_string().contains("criteria"));
+    }
+
+    #[test]
+    fn missing_prompt() {
+        let f = files(&[("tasks/gamma/check.py", "pass")]);
+        assert_eq!(
+            refused(&f),
+            SuiteError::MissingPrompt {
+                suite: "demo".into(),
+                task: "gamma".into()
+            }
+        );
+    }
+
+    #[test]
+    fn empty_prompt() {
+        let f = files(&[("tasks/beta/prompt.md", "  \n")]);
+        assert!(matches!(refused(&f), SuiteError::EmptyPrompt { .. }));
+    }
+
+    #[test]
+    fn duplicate_ids_differing_in_case() {
+        let f = files(&[("tasks/Alpha/prompt.md", "x")]);
+        assert!(matches!(refused(&f), SuiteError::DuplicateTask { .. }));
+    }
+
+    #[test]
+    fn bad_task_id() {
+        let f = files(&[("tasks/has space/prompt.md", "x")]);
+        assert!(matches!(refused(&f), SuiteError::BadTaskId { .. }));
+    }
+
+    #[test]
+    fn unknown_file_in_task() {
+        let f = files(&[("tasks/alpha/notes.txt", "x")]);
+        assert!(matches!(refused(&f), SuiteError::UnknownFile { .. }));
+    }
+
+    #[test]
+    fn answer_for_unknown_task() {
+        let f = files(&[("answers/reference/zeta.md", "x")]);
+        let e = refused(&f);
+        assert!(matches!(e, SuiteError::AnswerForUnknownTask { ref task, .. } if task == "zeta"));
+    }
+
+    #[test]
+    fn answer_file_must_be_markdown() {
+        let f = files(&[("answers/reference/alpha.txt", "x")]);
+        assert!(matches!(refused(&f), SuiteError::UnknownFile { .. }));
+    }
+
+    #[test]
+    fn no_tasks() {
+        let f = BTreeMap::from([(
+            "suite.toml".to_string(),
+            "name=\"demo\"\nversion=\"1\"\ncriteria=\"c\"\n".to_string(),
+        )]);
+        assert!(matches!(refused(&f), SuiteError::NoTasks { .. }));
+    }
+}
