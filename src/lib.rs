@@ -7,11 +7,13 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod prompt;
 pub mod provider;
 pub mod records;
 pub mod report;
 pub mod suite;
 pub mod time;
+pub mod verdict;
 
 use std::process::ExitCode;
 

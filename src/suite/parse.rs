@@ -27,7 +27,7 @@ pub enum SuiteError {
     #[error("suite `{suite}`: tasks/{task}/prompt.md is empty; write the task")]
     EmptyPrompt { suite: String, task: String },
     #[error(
-        "suite `{suite}`: `{path}`: task ids use lowercase letters, digits, `-` and `_` only; rename the folder"
+        "suite `{suite}`: `{path}`: task ids use letters, digits, `-` and `_` only; rename the folder"
     )]
     BadTaskId { suite: String, path: String },
     #[error(
@@ -172,7 +172,7 @@ fn validate_tasks(
         let valid = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
             && id
                 .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if let Some(first) = folded.insert(id.to_ascii_lowercase(), id.clone()) {
             return Err(SuiteError::DuplicateTask {
                 suite: suite_s(),
@@ -338,7 +338,8 @@ mod tests {
     #[test]
     fn duplicate_ids_differing_in_case() {
         let f = files(&[("tasks/Alpha/prompt.md", "x")]);
-        assert!(matches!(refused(&f), SuiteError::DuplicateTask { .. }));
+        let e = refused(&f);
+        assert!(matches!(e, SuiteError::DuplicateTask { .. }), "{e:?}");
     }
 
     #[test]

@@ -1,0 +1,503 @@
+//! `judge generate` end to end.
+
+use std::time::Duration;
+
+use crate::common::{FakeServer, Project, Reply, TEST_KEY, copy_tree, repo_root, text};
+
+/// A config with one OpenAI-compatible provider at `url` and two priced models.
+fn config(url: &str, extra_provider: &str) -> String {
+    format!(
+        r#"
+[run]
+suite = "demo"
+max_tokens = 256
+temperature = 0.0
+seed = 1
+
+[providers.fake]
+kind = "openai"
+base_url = "{url}"
+max_concurrency = 2
+timeout_secs = 5
+max_retries = 2
+{extra_provider}
+
+[[models]]
+id = "alpha"
+provider = "fake"
+model = "alpha-1"
+family = "alpha-labs"
+price_input_per_mtok = 1.0
+price_output_per_mtok = 2.0
+
+[[models]]
+id = "beta"
+provider = "fake"
+model = "beta-1"
+family = "beta-labs"
+"#
+    )
+}
+
+/// Replies "answer of <model> to <task prompt>".
+fn echo(req: &crate::common::Received, _n: usize) -> Reply {
+    Reply::ok(&format!(
+        "answer of {} to {}",
+        req.body["model"].as_str().unwrap_or("?"),
+        req.user_text()
+    ))
+}
+
+#[test]
+fn happy_path_writes_sorted_complete_run() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(3, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let records = p.jsonl("runs/r1/outputs.jsonl");
+    let keys: Vec<(String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["task"].as_str().unwrap().to_string(),
+                r["model"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted, "outputs sorted by (task, model)");
+    assert_eq!(records.len(), 6);
+    let first = &records[0];
+    assert_eq!(first["status"], "ok");
+    assert_eq!(
+        first["text"],
+        "answer of alpha-1 to Task number 1: write f1()."
+    );
+    assert_eq!(first["usage"]["input_tokens"], 100);
+    assert!(
+        (first["cost_usd"].as_f64().unwrap() - 0.0002).abs() < 1e-12,
+        "100 in × $1 + 50 out × $2 per M"
+    );
+    assert_eq!(
+        records[1]["cost_usd"],
+        serde_json::Value::Null,
+        "beta is unpriced"
+    );
+    assert_eq!(first["settings"]["max_tokens"], 256);
+    assert_eq!(server.count(), 6);
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {TEST_KEY}").as_str())
+    );
+    assert_eq!(req.body["messages"][0]["content"], "Answer in Python.");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r1/manifest.json")).unwrap();
+    assert_eq!(manifest["status"], "complete");
+    assert_eq!(manifest["suite"]["hash"].as_str().map(str::len), Some(64));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unpriced"), "{stderr}");
+}
+
+#[test]
+fn identical_settings_reach_every_model() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(
+        1,
+        &config(&server.url, "").replace(
+            "temperature = 0.0",
+            "temperature = 0.3\nstyle = \"eli5\"\ninstruction = \"Cite the docs.\"",
+        ),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let strip = |r: &crate::common::Received| {
+        let mut b = r.body.clone();
+        b["model"] = serde_json::Value::Null;
+        b
+    };
+    assert_eq!(
+        strip(&reqs[0]),
+        strip(&reqs[1]),
+        "only the model name differs"
+    );
+    let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Answer in Python.")
+            && system.contains("Cite the docs.")
+            && system.contains("plain words"),
+        "{system}"
+    );
+    assert_eq!(reqs[0].body["temperature"], 0.3);
+}
+
+#[test]
+fn second_run_is_served_from_cache_with_zero_requests() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(3, &config(&server.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "a"]).status.code(), Some(0));
+    assert_eq!(server.count(), 6);
+    let out = p.run(&["generate", "--run", "b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        server.count(),
+        6,
+        "a new run with the same settings makes no request"
+    );
+    let records = p.jsonl("runs/b/outputs.jsonl");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["from_cache"] == true && r["attempts"] == 0)
+    );
+    let texts = |run: &str| {
+        p.jsonl(&format!("runs/{run}/outputs.jsonl"))
+            .iter()
+            .map(|r| r["text"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(texts("a"), texts("b"));
+    // --refresh bypasses reads but still writes.
+    let out = p.run(&["generate", "--run", "c", "--refresh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 12);
+}
+
+#[test]
+fn rate_limited_with_retry_after_then_ok() {
+    let server = FakeServer::start(|req, n| {
+        if n == 0 {
+            Reply::Http(
+                429,
+                vec![("retry-after".into(), "1".into())],
+                r#"{"error":{"code":"rate_limit_exceeded"}}"#.into(),
+            )
+        } else {
+            echo(req, n)
+        }
+    });
+    let p = Project::with_suite(
+        1,
+        &config(&server.url, "max_concurrency = 1").replace("max_concurrency = 2\n", ""),
+    );
+    let started = std::time::Instant::now();
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "Retry-After: 1 was honoured"
+    );
+    let rec = &p.jsonl("runs/r/outputs.jsonl")[0];
+    assert_eq!(rec["status"], "ok");
+    assert_eq!(rec["attempts"], 2);
+    assert_eq!(server.count(), 2);
+}
+
+#[test]
+fn server_error_forever_is_a_failed_record_and_exit_1() {
+    let server = FakeServer::start(|_, _| Reply::status(500, "{\"error\":\"boom\"}"));
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let rec = &p.jsonl("runs/r/outputs.jsonl")[0];
+    assert_eq!(rec["status"], "failed");
+    assert_eq!(rec["error"]["class"], "server_error");
+    assert_eq!(rec["error"]["http_status"], 500);
+    assert_eq!(rec["attempts"], 3, "first try + max_retries = 2");
+    assert_eq!(server.count(), 3);
+    // A resume does not retry failures unless asked to.
+    assert_eq!(
+        p.run(&["generate", "--run", "r", "--model", "alpha"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(server.count(), 3);
+    assert_eq!(
+        p.run(&[
+            "generate",
+            "--run",
+            "r",
+            "--model",
+            "alpha",
+            "--retry-failed"
+        ])
+        .status
+        .code(),
+        Some(1)
+    );
+    assert_eq!(server.count(), 6);
+    assert_eq!(
+        p.jsonl("runs/r/outputs.jsonl").len(),
+        1,
+        "a retried item keeps one record"
+    );
+}
+
+#[test]
+fn unauthorized_aborts_with_exit_3_naming_the_env_var() {
+    let server = FakeServer::start(|_, _| {
+        Reply::status(
+            401,
+            &format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {TEST_KEY}\"}}}}"),
+        )
+    });
+    let p = Project::with_suite(
+        4,
+        &config(&server.url, "max_concurrency = 1").replace("max_concurrency = 2\n", ""),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+    assert!(
+        !stderr.contains(TEST_KEY),
+        "the key is redacted even when the server echoes it"
+    );
+    assert!(
+        server.count() <= 2,
+        "the run stops at the first 401 (saw {})",
+        server.count()
+    );
+    assert!(
+        p.read("runs/r/outputs.jsonl").is_empty(),
+        "no item is recorded as failed for a bad key"
+    );
+}
+
+#[test]
+fn malformed_json_body_is_a_failed_record() {
+    let server = FakeServer::start(|_, _| Reply::status(200, "<html>502 Bad Gateway</html>"));
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let rec = &p.jsonl("runs/r/outputs.jsonl")[0];
+    assert_eq!(rec["error"]["class"], "malformed_response");
+    assert!(
+        rec["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("502 Bad Gateway")
+    );
+    assert_eq!(server.count(), 1, "a malformed body is not retried");
+}
+
+#[test]
+fn hung_request_hits_the_timeout() {
+    let server = FakeServer::start(|_, _| Reply::Hang);
+    let cfg = config(&server.url, "")
+        .replace("timeout_secs = 5", "timeout_secs = 1")
+        .replace("max_retries = 2", "max_retries = 1");
+    let p = Project::with_suite(1, &cfg);
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let rec = &p.jsonl("runs/r/outputs.jsonl")[0];
+    assert_eq!(rec["error"]["class"], "timeout");
+    assert_eq!(rec["attempts"], 2);
+}
+
+#[test]
+fn body_cut_off_mid_way_is_retried() {
+    let server = FakeServer::start(|req, n| {
+        if n == 0 {
+            Reply::CutMidBody
+        } else {
+            echo(req, n)
+        }
+    });
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl")[0]["attempts"], 2);
+}
+
+#[test]
+fn resume_after_sigkill_requests_only_missing_items() {
+    let server = FakeServer::start(|req, n| {
+        Reply::Delayed(Duration::from_millis(150), Box::new(echo(req, n)))
+    });
+    let cfg = config(&server.url, "max_concurrency = 1").replace("max_concurrency = 2\n", "");
+    let p = Project::with_suite(12, &cfg);
+    let mut child = p
+        .judge()
+        .args(["generate", "--run", "r", "--model", "alpha"])
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.count() < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let before = server.count();
+    assert!(before < 12, "killed mid-way");
+    let kept: Vec<String> =
+        p.read("runs/r/outputs.jsonl")
+            .lines()
+            .filter(|l| l.ends_with('}'))
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).expect("every finished line is whole")
+                    ["task"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+    assert!(!kept.is_empty());
+
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let second: Vec<String> = server.requests()[before..]
+        .iter()
+        .map(|r| r.user_text())
+        .collect();
+    for task in &kept {
+        let n: usize = task.trim_start_matches('t').parse().unwrap();
+        let prompt = format!("Task number {n}: write f{n}().");
+        assert!(
+            !second.contains(&prompt),
+            "finished item {task} was requested again"
+        );
+    }
+    assert_eq!(
+        second.len() + kept.len(),
+        12 - cached_but_unrecorded(&p, &kept)
+    );
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(records.len(), 12);
+    assert!(records.iter().all(|r| r["status"] == "ok"));
+    for f in p
+        .all_files()
+        .iter()
+        .filter(|f| f.starts_with(p.path().join("cache")))
+    {
+        let text = std::fs::read_to_string(f).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("corrupt cache entry {}: {e}", f.display()));
+    }
+}
+
+/// Items whose response reached the cache before the kill but whose record did not reach the
+/// outputs: served from the cache on resume (no request).
+fn cached_but_unrecorded(p: &Project, kept: &[String]) -> usize {
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    records
+        .iter()
+        .filter(|r| {
+            r["from_cache"] == true && !kept.contains(&r["task"].as_str().unwrap().to_string())
+        })
+        .count()
+}
+
+#[test]
+fn api_key_never_reaches_disk() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let files = p.all_files();
+    assert!(
+        files.iter().any(|f| f.starts_with(p.path().join("cache"))),
+        "cache entries were written"
+    );
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(TEST_KEY), "API key found in {}", f.display());
+    }
+}
+
+#[test]
+fn config_error_exits_2_and_writes_nothing() {
+    let server = FakeServer::start(echo);
+    let bad = config(&server.url, "").replace(
+        "family = \"beta-labs\"",
+        "family = \"beta-labs\"\ntemperature = 1.0",
+    );
+    let p = Project::with_suite(1, &bad);
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: judge.toml: models[1].temperature:"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one-line error: {stderr}");
+    assert!(!p.path().join("runs").exists() && !p.path().join("cache").exists());
+    assert_eq!(server.count(), 0);
+}
+
+#[test]
+fn missing_key_env_exits_2_naming_it() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(
+        1,
+        &config(&server.url, "api_key_env = \"FAKE_PROVIDER_KEY\""),
+    );
+    let out = p
+        .judge()
+        .args(["generate", "--run", "r"])
+        .env_remove("FAKE_PROVIDER_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("FAKE_PROVIDER_KEY"));
+    assert!(!p.path().join("runs").exists());
+}
+
+#[test]
+fn suite_error_exits_2() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    p.write(
+        "suites/demo/answers/ref/t99.md",
+        "answer to a task that does not exist",
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("answers/ref/t99.md"));
+}
+
+#[test]
+fn resume_with_changed_settings_is_refused() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p.write(
+        "judge.toml",
+        &config(&server.url, "").replace("max_tokens = 256", "max_tokens = 512"),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("max_tokens"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn shipped_offline_default_generates_and_reruns() {
+    let p = crate::common::Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let out = p.run(&["generate", "--run", "offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let records = p.jsonl("runs/offline/outputs.jsonl");
+    let tasks = std::fs::read_dir(p.path().join("suites/python-pitfalls/tasks"))
+        .unwrap()
+        .count();
+    assert_eq!(records.len(), tasks * 4);
+    assert!(records.iter().all(|r| r["status"] == "ok"));
+    let before = p.read("runs/offline/outputs.jsonl");
+    let out = p.run(&["generate", "--run", "offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        p.read("runs/offline/outputs.jsonl"),
+        before,
+        "a rerun of a complete run changes nothing"
+    );
+}
