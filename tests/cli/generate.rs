@@ -335,18 +335,18 @@ fn resume_after_sigkill_requests_only_missing_items() {
     child.wait().expect("reap");
     let before = server.count();
     assert!(before < 12, "killed mid-way");
-    let kept: Vec<String> =
-        p.read("runs/r/outputs.jsonl")
-            .lines()
-            .filter(|l| l.ends_with('}'))
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).expect("every finished line is whole")
+    let kept: Vec<String> = p
+        .read("runs/r/outputs.jsonl")
+        .lines()
+        .filter(|l| l.ends_with('}'))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("every finished line is whole")
                     ["task"]
                     .as_str()
                     .unwrap()
                     .to_string()
-            })
-            .collect();
+        })
+        .collect();
     assert!(!kept.is_empty());
 
     let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
