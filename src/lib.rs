@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod judging;
 pub mod prompt;
 pub mod provider;
 pub mod records;

@@ -56,3 +56,73 @@ impl OutputRecord {
         (&self.task, &self.model)
     }
 }
+
+/// The `verdict` field of a judgment: a parsed verdict, or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum JudgmentVerdict {
+    /// `1`, `2`, `tie` or `both_bad` (position-relative: 1 = the answer shown first).
+    Parsed(crate::verdict::Verdict),
+    /// Unparsable after the retry, or the call failed.
+    Failed(FailedMarker),
+}
+
+/// The literal `"failed"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedMarker {
+    Failed,
+}
+
+/// One line of `judgments.jsonl`: one judge call about one ordering of one pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgmentRecord {
+    pub task: String,
+    pub judge: String,
+    /// The model shown as Answer 1.
+    pub first: String,
+    /// The model shown as Answer 2.
+    pub second: String,
+    /// `ab`: `first` is the pair's `model_a`; `ba`: swapped.
+    pub order: crate::prompt::Order,
+    pub verdict: JudgmentVerdict,
+    /// The judge's last reply, verbatim (`null` when no reply came).
+    pub raw: Option<String>,
+    /// Calls made (2 when the first reply was unparsable).
+    pub attempts: u32,
+    /// Hash of the rendered template in `prompts/<sha256>.md`.
+    pub prompt_sha256: String,
+    /// Cache entry of the last call.
+    pub cache_key: Option<String>,
+    pub from_cache: bool,
+    pub usage: Option<Usage>,
+    pub cost_usd: Option<f64>,
+    /// Why the verdict is `failed`.
+    pub error: Option<RecordedError>,
+}
+
+/// The `winner` field of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Winner {
+    ModelA,
+    ModelB,
+    Tie,
+    BothBad,
+    Failed,
+}
+
+/// One line of `comparisons.jsonl`: the combined result of both orderings of one pair on one
+/// task by one judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonRecord {
+    pub task: String,
+    pub judge: String,
+    pub model_a: String,
+    pub model_b: String,
+    pub winner: Winner,
+    /// The two orderings disagreed (recorded as a tie).
+    pub flipped: bool,
+    /// Decided by a failed generation, without asking the judge.
+    pub by_failure: bool,
+}

@@ -6,19 +6,19 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use serde_json::Value;
 
-use crate::cache::{Cache, cache_key, canonical_request};
+use crate::cache::Cache;
 use crate::cli::{Cli, GenerateArgs};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
+use crate::engine::calls::{build_http_providers, cached_call, watch_ctrl_c};
 use crate::engine::manifest::{Manifest, SuiteInfo, resume_conflict};
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
 };
 use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
 use crate::error::{JudgeError, Outcome};
-use crate::provider::http::{HttpProvider, Secret};
-use crate::provider::{ChatReply, ChatRequest, Message, ProviderError, files, openai};
+use crate::provider::http::HttpProvider;
+use crate::provider::{ChatRequest, Message, files, openai};
 use crate::records::{OutputRecord, RecordedError, Status};
 use crate::report::format_usd;
 use crate::report::progress::Progress;
@@ -53,7 +53,7 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
     let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
     let models = select_models(&config, &args.models)?;
-    let http = build_http_providers(&config, &models)?;
+    let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     let now = UtcDateTime::from_system(SystemTime::now());
     let run_name = args
         .run
@@ -251,36 +251,6 @@ fn select_models(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Model
         .collect())
 }
 
-/// HTTP clients for the providers the selected models use, with their keys from the env.
-fn build_http_providers(
-    config: &Config,
-    models: &[ModelConfig],
-) -> anyhow::Result<BTreeMap<String, HttpProvider>> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut out = BTreeMap::new();
-    for m in models {
-        let p = config.provider_of(m);
-        if p.kind == ProviderKind::Files || out.contains_key(&p.name) {
-            continue;
-        }
-        let key = match &p.api_key_env {
-            None => None,
-            Some(env) => match std::env::var(env) {
-                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
-                _ => {
-                    return Err(JudgeError::usage(format!(
-                        "provider `{}` needs an API key in the environment variable `{env}` (model `{}`); export it, or set api_key_env = \"\" for a server that needs no key",
-                        p.name, m.id
-                    ))
-                    .into());
-                }
-            },
-        };
-        out.insert(p.name.clone(), HttpProvider::new(p.clone(), key)?);
-    }
-    Ok(out)
-}
-
 /// Items without a usable record: missing, or failed when `retry_failed`.
 fn pending_items(
     suite: &Suite,
@@ -378,7 +348,11 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
             let http = &ctx.http[&provider.name];
             let body =
                 openai::build_request(&chat_request(&ctx.config, &ctx.suite, task, &model.model));
-            call_cached(&ctx, http, &body, &mut record).await?
+            let call = cached_call(&ctx.cache, http, &body, 1, ctx.refresh, &ctx.stop).await?;
+            record.cache_key = Some(call.cache_key);
+            record.from_cache = call.from_cache;
+            record.attempts = call.attempts;
+            call.reply
         }
     };
     match result {
@@ -400,70 +374,4 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
         }
     }
     Some(record)
-}
-
-/// Looks the request up in the cache, else sends it (and caches a good reply). `None` = the
-/// item did not finish because the run is stopping.
-async fn call_cached(
-    ctx: &Ctx,
-    http: &HttpProvider,
-    body: &Value,
-    record: &mut OutputRecord,
-) -> Option<Result<ChatReply, ProviderError>> {
-    let base_url = http.config().base_url.as_deref().unwrap_or_default();
-    let canonical = canonical_request(http.config().kind.as_str(), base_url, body, 1);
-    let key = cache_key(&canonical);
-    record.cache_key = Some(key.as_str().to_string());
-    if !ctx.refresh
-        && let Some(reply) = ctx
-            .cache
-            .get(&key)
-            .and_then(|v| openai::parse_reply_value(&v).ok())
-    {
-        record.from_cache = true;
-        return Some(Ok(reply));
-    }
-    if ctx.stop.is_stopping() {
-        return None;
-    }
-    let stop = ctx.stop.clone();
-    let (result, attempts) = http.post_json(body, &move || stop.is_stopping()).await;
-    record.attempts = attempts;
-    let parsed = result.and_then(|bytes| {
-        let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            openai::parse_reply(&bytes).expect_err("bytes that are not JSON never parse")
-        })?;
-        openai::parse_reply_value(&value).map(|reply| (reply, value))
-    });
-    match parsed {
-        Ok((reply, value)) => {
-            if let Err(e) = ctx.cache.put(&key, &canonical, &value) {
-                ctx.stop.request(StopReason::Fatal(format!("{e:#}")));
-                return None;
-            }
-            Some(Ok(reply))
-        }
-        Err(e) if e.class.is_fatal() => {
-            ctx.stop.request(StopReason::Fatal(e.message));
-            None
-        }
-        Err(e) if e.class.is_retryable() && ctx.stop.is_stopping() => None,
-        Err(e) => Some(Err(e)),
-    }
-}
-
-/// First Ctrl-C: stop starting items, let those in flight finish, write everything, exit 130.
-/// Second Ctrl-C: exit at once (every finished record is already on disk).
-fn watch_ctrl_c(stop: Arc<Stop>) {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "\nstopping: finishing requests in flight (press Ctrl-C again to quit at once)"
-            );
-            stop.request(StopReason::Interrupted);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
-            }
-        }
-    });
 }

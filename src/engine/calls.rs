@@ -1,0 +1,137 @@
+//! One provider call through the cache, shared by `generate` and `compare`: look up the
+//! canonical request, else send it with retries, cache a good reply, and turn run-wide
+//! failures into a stop. Also builds the HTTP clients with their keys from the environment.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::scheduler::{Stop, StopReason};
+use crate::cache::{Cache, cache_key, canonical_request};
+use crate::config::{Config, ModelConfig, ProviderKind};
+use crate::error::JudgeError;
+use crate::provider::http::{HttpProvider, Secret};
+use crate::provider::{ChatReply, ProviderError, openai};
+
+/// The result of one cached call.
+#[derive(Debug)]
+pub struct CallResult {
+    pub reply: Result<ChatReply, ProviderError>,
+    pub cache_key: String,
+    pub from_cache: bool,
+    /// HTTP attempts (0 for a cache hit).
+    pub attempts: u32,
+}
+
+/// Calls `http` with `body` (attempt number `attempt` is part of the cache key). `None` when
+/// the item did not finish because the run is stopping (it is retried on resume); a failure
+/// that affects every item (auth, quota, unknown model, unwritable cache) stops the run.
+pub async fn cached_call(
+    cache: &Cache,
+    http: &HttpProvider,
+    body: &Value,
+    attempt: u32,
+    refresh: bool,
+    stop: &Arc<Stop>,
+) -> Option<CallResult> {
+    let base_url = http.config().base_url.as_deref().unwrap_or_default();
+    let canonical = canonical_request(http.config().kind.as_str(), base_url, body, attempt);
+    let key = cache_key(&canonical);
+    let mut result = CallResult {
+        reply: Err(ProviderError::new(
+            crate::provider::ErrorClass::Network,
+            "not sent",
+        )),
+        cache_key: key.as_str().to_string(),
+        from_cache: false,
+        attempts: 0,
+    };
+    if !refresh
+        && let Some(reply) = cache
+            .get(&key)
+            .and_then(|v| openai::parse_reply_value(&v).ok())
+    {
+        result.reply = Ok(reply);
+        result.from_cache = true;
+        return Some(result);
+    }
+    if stop.is_stopping() {
+        return None;
+    }
+    let s = stop.clone();
+    let (sent, attempts) = http.post_json(body, &move || s.is_stopping()).await;
+    result.attempts = attempts;
+    let parsed = sent.and_then(|bytes| {
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
+            openai::parse_reply(&bytes).expect_err("bytes that are not JSON never parse")
+        })?;
+        openai::parse_reply_value(&value).map(|reply| (reply, value))
+    });
+    match parsed {
+        Ok((reply, value)) => {
+            if let Err(e) = cache.put(&key, &canonical, &value) {
+                stop.request(StopReason::Fatal(format!("{e:#}")));
+                return None;
+            }
+            result.reply = Ok(reply);
+            Some(result)
+        }
+        Err(e) if e.class.is_fatal() => {
+            stop.request(StopReason::Fatal(e.message));
+            None
+        }
+        Err(e) if e.class.is_retryable() && stop.is_stopping() => None,
+        Err(e) => {
+            result.reply = Err(e);
+            Some(result)
+        }
+    }
+}
+
+/// HTTP clients for the providers `users` need (provider name → client), each with its key
+/// from the environment. A missing key is a usage error naming the variable.
+pub fn build_http_providers(
+    config: &Config,
+    users: &[&ModelConfig],
+) -> anyhow::Result<BTreeMap<String, HttpProvider>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut out = BTreeMap::new();
+    for m in users {
+        let p = config.provider_of(m);
+        if p.kind == ProviderKind::Files || out.contains_key(&p.name) {
+            continue;
+        }
+        let key = match &p.api_key_env {
+            None => None,
+            Some(env) => match std::env::var(env) {
+                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
+                _ => {
+                    return Err(JudgeError::usage(format!(
+                        "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set api_key_env = \"\" for a server that needs no key",
+                        p.name, m.id
+                    ))
+                    .into());
+                }
+            },
+        };
+        out.insert(p.name.clone(), HttpProvider::new(p.clone(), key)?);
+    }
+    Ok(out)
+}
+
+/// First Ctrl-C: stop starting items, let those in flight finish, write everything, exit 130.
+/// Second Ctrl-C: exit at once (every finished record is already on disk).
+pub fn watch_ctrl_c(stop: Arc<Stop>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "\nstopping: finishing requests in flight (press Ctrl-C again to quit at once)"
+            );
+            stop.request(StopReason::Interrupted);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+            }
+        }
+    });
+}

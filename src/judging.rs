@@ -1,0 +1,154 @@
+//! The rules that turn verdicts into comparisons (DESIGN §2 rules 5, 6, 9 and §4): combining
+//! both orderings, deciding by failure, the execution judge, family exclusion, flip rate and
+//! agreement between judges. Pure.
+
+use crate::prompt::Order;
+use crate::records::{ComparisonRecord, Winner};
+use crate::verdict::Verdict;
+
+/// The family of the built-in execution judge.
+pub const EXEC_FAMILY: &str = "execution";
+/// The id of the built-in execution judge.
+pub const EXEC_JUDGE: &str = "exec";
+
+/// A position-relative verdict seen from the pair: who won.
+pub fn model_outcome(order: Order, verdict: Verdict) -> Winner {
+    match (order, verdict) {
+        (_, Verdict::Tie) => Winner::Tie,
+        (_, Verdict::BothBad) => Winner::BothBad,
+        (Order::Ab, Verdict::First) | (Order::Ba, Verdict::Second) => Winner::ModelA,
+        (Order::Ab, Verdict::Second) | (Order::Ba, Verdict::First) => Winner::ModelB,
+    }
+}
+
+/// Combines the two orderings: agreement → that outcome; a failed call → `failed`; any
+/// disagreement → `tie` with `flipped = true`.
+pub fn combine(ab: Option<Verdict>, ba: Option<Verdict>) -> (Winner, bool) {
+    let (Some(ab), Some(ba)) = (ab, ba) else {
+        return (Winner::Failed, false);
+    };
+    let (x, y) = (model_outcome(Order::Ab, ab), model_outcome(Order::Ba, ba));
+    if x == y {
+        (x, false)
+    } else {
+        (Winner::Tie, true)
+    }
+}
+
+/// The outcome when a generation failed: the failed side loses; both failed → both bad.
+/// `None` when both outputs are fine (the judge decides).
+pub fn decide_by_failure(a_ok: bool, b_ok: bool) -> Option<Winner> {
+    match (a_ok, b_ok) {
+        (true, true) => None,
+        (true, false) => Some(Winner::ModelA),
+        (false, true) => Some(Winner::ModelB),
+        (false, false) => Some(Winner::BothBad),
+    }
+}
+
+/// The execution judge (DESIGN §4): pass beats fail, both pass = tie, both fail = both bad.
+pub fn exec_outcome(a_passed: bool, b_passed: bool) -> Winner {
+    match (a_passed, b_passed) {
+        (true, true) => Winner::Tie,
+        (true, false) => Winner::ModelA,
+        (false, true) => Winner::ModelB,
+        (false, false) => Winner::BothBad,
+    }
+}
+
+/// The first ranked model whose family equals the judge's (DESIGN rule 6), if any.
+pub fn family_conflict<'a>(
+    judge_family: &str,
+    models: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<&'a str> {
+    let judge_family = judge_family.trim().to_ascii_lowercase();
+    models
+        .into_iter()
+        .find(|(_, fam)| fam.trim().to_ascii_lowercase() == judge_family)
+        .map(|(id, _)| id)
+}
+
+/// Share of judged comparisons (both orderings parsed, not decided by failure) that flipped;
+/// `None` when there are none.
+pub fn flip_rate<'a>(comparisons: impl IntoIterator<Item = &'a ComparisonRecord>) -> Option<f64> {
+    let (mut judged, mut flipped) = (0u64, 0u64);
+    for c in comparisons {
+        if c.by_failure || c.winner == Winner::Failed {
+            continue;
+        }
+        judged += 1;
+        flipped += u64::from(c.flipped);
+    }
+    (judged > 0).then(|| flipped as f64 / judged as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Verdict::{BothBad, First, Second, Tie};
+
+    #[test]
+    fn agreement_gives_the_winner() {
+        // A shown first and preferred; then B shown first and A (second) preferred.
+        assert_eq!(combine(Some(First), Some(Second)), (Winner::ModelA, false));
+        assert_eq!(combine(Some(Second), Some(First)), (Winner::ModelB, false));
+        assert_eq!(combine(Some(Tie), Some(Tie)), (Winner::Tie, false));
+        assert_eq!(
+            combine(Some(BothBad), Some(BothBad)),
+            (Winner::BothBad, false)
+        );
+    }
+
+    #[test]
+    fn position_bias_is_a_flipped_tie() {
+        assert_eq!(combine(Some(First), Some(First)), (Winner::Tie, true));
+        assert_eq!(combine(Some(Second), Some(Second)), (Winner::Tie, true));
+        assert_eq!(combine(Some(First), Some(Tie)), (Winner::Tie, true));
+        assert_eq!(combine(Some(BothBad), Some(Tie)), (Winner::Tie, true));
+    }
+
+    #[test]
+    fn a_failed_call_fails_the_comparison() {
+        assert_eq!(combine(None, Some(First)), (Winner::Failed, false));
+        assert_eq!(combine(Some(First), None), (Winner::Failed, false));
+    }
+
+    #[test]
+    fn failures_and_exec() {
+        assert_eq!(decide_by_failure(true, true), None);
+        assert_eq!(decide_by_failure(true, false), Some(Winner::ModelA));
+        assert_eq!(decide_by_failure(false, true), Some(Winner::ModelB));
+        assert_eq!(decide_by_failure(false, false), Some(Winner::BothBad));
+        assert_eq!(exec_outcome(true, true), Winner::Tie);
+        assert_eq!(exec_outcome(false, true), Winner::ModelB);
+        assert_eq!(exec_outcome(false, false), Winner::BothBad);
+    }
+
+    #[test]
+    fn family_match_is_case_insensitive() {
+        let models = [("gpt", "OpenAI"), ("claude", "anthropic")];
+        assert_eq!(family_conflict("openai", models), Some("gpt"));
+        assert_eq!(family_conflict("google", models), None);
+    }
+
+    #[test]
+    fn flip_rate_ignores_failures() {
+        let c = |winner, flipped, by_failure| ComparisonRecord {
+            task: "t".into(),
+            judge: "j".into(),
+            model_a: "a".into(),
+            model_b: "b".into(),
+            winner,
+            flipped,
+            by_failure,
+        };
+        let rows = [
+            c(Winner::Tie, true, false),
+            c(Winner::ModelA, false, false),
+            c(Winner::ModelB, false, true),
+            c(Winner::Failed, false, false),
+        ];
+        assert_eq!(flip_rate(&rows), Some(0.5));
+        assert_eq!(flip_rate(&rows[2..]), None);
+    }
+}
