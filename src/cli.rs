@@ -48,6 +48,25 @@ pub enum Command {
     /// to runs/<run>/outputs.jsonl as they finish, so a killed run keeps its work and
     /// `--run NAME` resumes it.
     Generate(GenerateArgs),
+
+    /// Judge every task × model pair blind, in both orderings, as two separate calls.
+    ///
+    /// The judge sees "Answer 1" and "Answer 2" inside nonce-fenced blocks, never a model name.
+    /// Each call must end with exactly one line `VERDICT: 1|2|TIE|BOTH_BAD`; an unparsable reply
+    /// is retried once, then recorded as failed with the raw text kept. If the two orderings
+    /// disagree the comparison is a tie with `flipped: true`. A judge from the same family as
+    /// any ranked model is refused before any call (exit 2).
+    Compare(CompareArgs),
+
+    /// Run every output against its task's hidden test (check.py), sandboxed.
+    ///
+    /// The code is the last fenced python block of the output, else the whole text. Each check
+    /// runs in bubblewrap: read-only system, a fresh temporary working directory as the only
+    /// writable place, no network, new PID/IPC namespaces, a scrubbed environment, limits on
+    /// CPU, memory, file size and processes, and a wall-clock timeout. Results go to
+    /// runs/<run>/checks.jsonl (cached: a rerun is instant); per-model pass rates with 95%
+    /// Wilson intervals go to stdout.
+    Check(CheckArgs),
 }
 
 /// `judge generate`.
@@ -69,4 +88,51 @@ pub struct GenerateArgs {
     /// When resuming, also retry items whose earlier attempt failed.
     #[arg(long)]
     pub retry_failed: bool,
+}
+
+/// `judge compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run to judge (a folder under runs/, made by `judge generate`).
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+
+    /// Judge id from [[judges]] in judge.toml, or `exec` (the execution judge: decides from
+    /// `judge check` results, no calls). Repeat for several judges, each recorded separately.
+    /// Default: every [[judges]] entry, or `exec` when none is configured.
+    #[arg(long = "judge", value_name = "ID")]
+    pub judges: Vec<String>,
+
+    /// Ignore cached judge replies and ask again (new replies are cached).
+    #[arg(long)]
+    pub refresh: bool,
+
+    /// When resuming, also retry calls whose verdict was recorded as failed.
+    #[arg(long)]
+    pub retry_failed: bool,
+}
+
+/// `judge check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The run whose outputs to check.
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+
+    /// Run model-written code WITHOUT the bubblewrap sandbox (only rlimits, a scrubbed
+    /// environment and the timeout). Unsafe; every record says `sandbox: none`.
+    #[arg(long)]
+    pub no_sandbox: bool,
+
+    /// Wall-clock limit per check in seconds (default 20; CPU limit 10 s or this, if lower).
+    #[arg(long, value_name = "SECS")]
+    pub timeout_secs: Option<u64>,
+
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+
+    /// Write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }

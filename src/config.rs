@@ -166,6 +166,8 @@ pub struct RunSettings {
     /// Free-text instruction added after the style preset ("" = none).
     pub instruction: String,
     pub seed: u64,
+    /// Token cap for judge replies (judges always run at temperature 0).
+    pub judge_max_tokens: u32,
 }
 
 /// The generation settings stored with every output.
@@ -249,6 +251,12 @@ struct RawRun {
     instruction: String,
     #[serde(default)]
     seed: u64,
+    #[serde(default = "default_judge_max_tokens")]
+    judge_max_tokens: u32,
+}
+
+fn default_judge_max_tokens() -> u32 {
+    1024
 }
 
 fn default_max_tokens() -> u32 {
@@ -392,6 +400,9 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
     if raw.max_tokens == 0 {
         return Err(err("run.max_tokens", "must be at least 1".into()));
     }
+    if raw.judge_max_tokens == 0 {
+        return Err(err("run.judge_max_tokens", "must be at least 1".into()));
+    }
     if !(0.0..=2.0).contains(&raw.temperature) {
         return Err(err(
             "run.temperature",
@@ -405,6 +416,7 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
         style,
         instruction: raw.instruction.trim().to_string(),
         seed: raw.seed,
+        judge_max_tokens: raw.judge_max_tokens,
     })
 }
 

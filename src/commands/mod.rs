@@ -1,6 +1,8 @@
 //! Thin glue per subcommand: reads config and inputs, calls the core and the engine, writes
 //! outputs. `dispatch` picks the command.
 
+pub mod check;
+pub mod compare;
 pub mod generate;
 
 use crate::cli::{Cli, Command};
@@ -10,5 +12,7 @@ use crate::error::Outcome;
 pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match &cli.command {
         Command::Generate(args) => generate::run(&cli, args),
+        Command::Compare(args) => compare::run(&cli, args),
+        Command::Check(args) => check::run(&cli, args),
     }
 }

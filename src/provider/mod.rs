@@ -87,6 +87,8 @@ pub enum ErrorClass {
     QuotaExhausted,
     /// 404: the model does not exist at this provider (aborts the run).
     UnknownModel,
+    /// A judge reply without a valid final verdict line, also on the retry.
+    UnparsableVerdict,
 }
 
 impl ErrorClass {

@@ -1,6 +1,7 @@
 //! Human- and machine-readable output: progress on stderr (`progress`) and the end-of-run
 //! summary tables (`summary`). Formatting is pure; only `progress` touches the terminal.
 
+pub mod checks;
 pub mod progress;
 pub mod summary;
 
@@ -11,5 +12,62 @@ pub fn format_usd(x: f64) -> String {
         format!("${x:.4}")
     } else {
         format!("${x:.2}")
+    }
+}
+
+/// Output format of a report on stdout or `--output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a terminal.
+    Table,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// One JSON document with a `schema_version`.
+    Json,
+    /// A Markdown table.
+    Md,
+}
+
+/// Formats a float with a fixed number of decimals; the one place floats are formatted for
+/// reports, so every output agrees.
+pub fn fmt_float(x: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, x + 0.0);
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+/// A Markdown table (pipes in cells escaped).
+pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!(
+        "|{}|\n",
+        header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    ));
+    for r in rows {
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+/// Writes a report to `path` atomically, or to stdout. A closed stdout (e.g. `| head`) is not
+/// an error.
+pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    if let Some(p) = path {
+        return crate::cache::write_atomic(p, bytes)
+            .with_context(|| format!("failed to write `{}`", p.display()));
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("failed to write to stdout"),
     }
 }

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use super::format_usd;
 use crate::config::ModelConfig;
-use crate::records::{OutputRecord, Status};
+use crate::judging::flip_rate;
+use crate::records::{ComparisonRecord, JudgmentRecord, JudgmentVerdict, OutputRecord, Status};
 
 #[derive(Debug, Default)]
 struct Row {
@@ -66,6 +67,59 @@ pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> S
                 format_usd(r.cost_usd)
             } else {
                 "unpriced".into()
+            },
+        ]);
+    }
+    render_table(&table)
+}
+
+/// Per-judge totals of a comparison: calls recorded, of which this invocation made or served
+/// from cache, retried for an unparsable reply, failed; comparisons, flipped ones and the
+/// order-flip rate; cost of judging.
+pub fn compare_summary(
+    judges: &[&str],
+    judgments: &[&JudgmentRecord],
+    new_records: &[JudgmentRecord],
+    comparisons: &[ComparisonRecord],
+) -> String {
+    let header = [
+        "judge",
+        "calls",
+        "new",
+        "cached",
+        "retried",
+        "failed",
+        "comparisons",
+        "flipped",
+        "flip rate",
+        "cost",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_string()).collect()];
+    for judge in judges {
+        let mine: Vec<&&JudgmentRecord> = judgments.iter().filter(|j| j.judge == *judge).collect();
+        let new: Vec<&JudgmentRecord> = new_records.iter().filter(|j| j.judge == *judge).collect();
+        let comps: Vec<&ComparisonRecord> =
+            comparisons.iter().filter(|c| c.judge == *judge).collect();
+        let flipped = comps.iter().filter(|c| c.flipped).count();
+        let cost: Option<f64> = mine.iter().map(|j| j.cost_usd).sum();
+        let calls_made = !mine.is_empty();
+        table.push(vec![
+            (*judge).to_string(),
+            mine.len().to_string(),
+            new.len().to_string(),
+            new.iter().filter(|j| j.from_cache).count().to_string(),
+            mine.iter().filter(|j| j.attempts > 1).count().to_string(),
+            mine.iter()
+                .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+                .count()
+                .to_string(),
+            comps.len().to_string(),
+            flipped.to_string(),
+            flip_rate(comps.iter().copied()).map_or("n/a".into(), |r| format!("{r:.3}")),
+            match (calls_made, cost) {
+                (false, _) => "-".into(),
+                (true, Some(c)) => format_usd(c),
+                (true, None) => "unpriced".into(),
             },
         ]);
     }

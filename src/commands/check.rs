@@ -1,0 +1,427 @@
+//! `judge check`: runs every output of a task that has a `check.py` against that hidden test
+//! inside the sandbox, records `checks.jsonl`, and reports pass rates with Wilson intervals.
+//! Also provides the check results the execution judge decides from.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::cache::{Cache, cache_key};
+use crate::cli::{CheckArgs, Cli};
+use crate::config::load_config;
+use crate::engine::manifest::Manifest;
+use crate::engine::run_dir::{
+    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+};
+use crate::error::{JudgeError, Outcome};
+use crate::extract::extract_code;
+use crate::judging::exec_outcome;
+use crate::records::{OutputRecord, Status, Winner};
+use crate::report::checks::{CheckRow, render_check_report};
+use crate::report::progress::Progress;
+use crate::sandbox::{
+    CheckResult, SandboxMode, SandboxPolicy, default_parallelism, probe, run_check,
+};
+use crate::suite::{Suite, load_suite};
+
+/// Check records of a run.
+pub const CHECKS_FILE: &str = "checks.jsonl";
+
+/// The `result` of a check record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    Pass,
+    Fail,
+    Error,
+    Timeout,
+    /// No code could be extracted (or generation failed): counts as not passing.
+    NoCode,
+}
+
+impl From<CheckResult> for CheckOutcome {
+    fn from(r: CheckResult) -> Self {
+        match r {
+            CheckResult::Pass => CheckOutcome::Pass,
+            CheckResult::Fail => CheckOutcome::Fail,
+            CheckResult::Error => CheckOutcome::Error,
+            CheckResult::Timeout => CheckOutcome::Timeout,
+        }
+    }
+}
+
+/// One line of `checks.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    pub task: String,
+    pub model: String,
+    pub result: CheckOutcome,
+    pub duration_ms: u64,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Last bytes of the check's stdout and stderr.
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    /// `bwrap`, or `none` when run with `--no-sandbox`.
+    pub sandbox: String,
+    /// SHA-256 of check.py and of the extracted code (`null` when there was none).
+    pub check_sha256: String,
+    pub code_sha256: Option<String>,
+    pub from_cache: bool,
+}
+
+/// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CachedCheck {
+    result: CheckOutcome,
+    duration_ms: u64,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    stdout_tail: String,
+    stderr_tail: String,
+    sandbox: String,
+}
+
+/// Check results by (task, model), for the execution judge.
+#[derive(Debug, Clone, Default)]
+pub struct CheckTable {
+    passed: BTreeMap<(String, String), bool>,
+}
+
+impl CheckTable {
+    /// From check records.
+    pub fn from_records(records: &[CheckRecord]) -> Self {
+        let passed = records
+            .iter()
+            .map(|r| {
+                (
+                    (r.task.clone(), r.model.clone()),
+                    r.result == CheckOutcome::Pass,
+                )
+            })
+            .collect();
+        CheckTable { passed }
+    }
+
+    /// The execution judge's outcome for a pair on a task; a missing check counts as not passed.
+    pub fn outcome(&self, task: &str, a: &str, b: &str) -> Winner {
+        let passed = |m: &str| {
+            self.passed
+                .get(&(task.to_string(), m.to_string()))
+                .copied()
+                .unwrap_or(false)
+        };
+        exec_outcome(passed(a), passed(b))
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    crate::hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Runs `judge check`.
+pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
+    let config = load_config(&cli.config)?;
+    let (mut run_dir, manifest, suite, outputs) = load_run(&config, &args.run)?;
+    let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;
+    run_dir.create_and_lock()?;
+    let cache = Cache::new(config.cache_dir());
+    let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
+    let mut manifest = manifest;
+    manifest.extra.insert(
+        "check".into(),
+        json!({
+            "sandbox": policy_label(&policy),
+            "cpu_secs": policy.cpu_secs,
+            "memory_bytes": policy.memory_bytes,
+            "wall_timeout_secs": policy.wall_timeout.as_secs_f64(),
+            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
+        }),
+    );
+    write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
+    let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
+    let rows = check_rows(&models, &records)?;
+    let bytes = render_check_report(&rows, args.format);
+    crate::report::write_stdout_or_file(&bytes, args.output.as_deref())?;
+    let errors = records
+        .iter()
+        .filter(|r| r.result == CheckOutcome::Error)
+        .count();
+    if errors > 0 {
+        eprintln!(
+            "warning: {errors} check(s) ended with `error` (the harness could not get a verdict); see stderr_tail in {CHECKS_FILE}"
+        );
+        return Ok(Outcome::ItemsFailed);
+    }
+    Ok(Outcome::Success)
+}
+
+/// Loads a run's manifest, its unchanged suite and its outputs.
+pub fn load_run(
+    config: &crate::config::Config,
+    run: &str,
+) -> anyhow::Result<(RunDir, Manifest, Suite, Vec<OutputRecord>)> {
+    let run_dir = RunDir::at(&config.runs_dir(), run)?;
+    if !run_dir.exists() {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",
+            config.runs_dir().display()
+        ))
+        .into());
+    }
+    let path = run_dir.file("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+        JudgeError::usage(format!(
+            "`{}` is not a valid manifest ({e}); regenerate the run",
+            path.display()
+        ))
+    })?;
+    let suite = load_suite(&config.suites_dir(), &manifest.suite.name)?;
+    if suite.hash != manifest.suite.hash {
+        return Err(JudgeError::usage(format!(
+            "suite `{}` has changed since run `{run}` was generated; use the unchanged suite or generate a new run",
+            suite.name
+        ))
+        .into());
+    }
+    let outputs = read_jsonl_repairing(&run_dir.file(crate::commands::generate::OUTPUTS_FILE))?;
+    Ok((run_dir, manifest, suite, outputs))
+}
+
+/// The sandbox policy; refuses when bubblewrap cannot run unless `no_sandbox`.
+pub fn sandbox_policy(
+    no_sandbox: bool,
+    timeout_secs: Option<u64>,
+) -> anyhow::Result<SandboxPolicy> {
+    let mut policy = SandboxPolicy::default();
+    if let Some(t) = timeout_secs {
+        policy.wall_timeout = std::time::Duration::from_secs(t.max(1));
+        policy.cpu_secs = policy.cpu_secs.min(t.max(1));
+    }
+    if no_sandbox {
+        policy.mode = SandboxMode::None;
+        eprintln!(
+            "warning: --no-sandbox: model-written code runs UNCONFINED on this machine (only rlimits, a scrubbed environment and a timeout); every check record says `sandbox: none`"
+        );
+    }
+    probe(&policy).map_err(|e| JudgeError::usage(e.to_string()))?;
+    Ok(policy)
+}
+
+fn policy_label(policy: &SandboxPolicy) -> &'static str {
+    match policy.mode {
+        SandboxMode::None => "none",
+        _ => "bwrap",
+    }
+}
+
+/// Makes sure every output of a task with a `check.py` has a check record: reads
+/// `checks.jsonl`, runs the missing (or outdated) checks in parallel, appends each as it
+/// finishes, then rewrites the file sorted by (task, model). Returns all current records.
+pub fn ensure_checks(
+    run_dir: &RunDir,
+    suite: &Suite,
+    outputs: &[OutputRecord],
+    policy: &SandboxPolicy,
+    cache: &Cache,
+    quiet: bool,
+) -> anyhow::Result<Vec<CheckRecord>> {
+    let path = run_dir.file(CHECKS_FILE);
+    let existing: Vec<CheckRecord> = read_jsonl_repairing(&path)?;
+    let mut current: BTreeMap<(String, String), CheckRecord> = BTreeMap::new();
+    for r in existing {
+        current.insert((r.task.clone(), r.model.clone()), r);
+    }
+    let mut jobs = Vec::new();
+    for o in outputs {
+        let Some(check) = suite.task(&o.task).and_then(|t| t.check.as_deref()) else {
+            continue;
+        };
+        let code = (o.status == Status::Ok)
+            .then(|| o.text.as_deref().and_then(extract_code))
+            .flatten();
+        let check_sha = sha256_hex(check);
+        let code_sha = code.as_deref().map(sha256_hex);
+        let up_to_date = current
+            .get(&(o.task.clone(), o.model.clone()))
+            .is_some_and(|r| {
+                r.check_sha256 == check_sha
+                    && r.code_sha256 == code_sha
+                    && r.sandbox == policy_label(policy)
+            });
+        if !up_to_date {
+            jobs.push((o, check, code, check_sha, code_sha));
+        }
+    }
+    let progress = Progress::new(jobs.len() as u64, quiet, "check");
+    let appender = Mutex::new(JsonlAppender::open(&path)?);
+    let queue = Mutex::new(jobs.into_iter());
+    let results = Mutex::new(Vec::new());
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..default_parallelism() {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().expect("queue lock").next();
+                    let Some((o, check, code, check_sha, code_sha)) = next else {
+                        break;
+                    };
+                    let outcome = check_one(
+                        policy,
+                        cache,
+                        o,
+                        check,
+                        code.as_deref(),
+                        check_sha,
+                        code_sha,
+                    )
+                    .and_then(|rec| {
+                        appender
+                            .lock()
+                            .expect("appender lock")
+                            .append(&rec)
+                            .map(|()| rec)
+                    });
+                    match outcome {
+                        Ok(rec) => {
+                            progress.item_done(
+                                rec.from_cache,
+                                rec.result != CheckOutcome::Pass,
+                                None,
+                                true,
+                            );
+                            results.lock().expect("results lock").push(rec);
+                        }
+                        Err(e) => {
+                            failure.lock().expect("failure lock").get_or_insert(e);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    progress.finish();
+    if let Some(e) = failure.into_inner().expect("failure lock") {
+        return Err(e);
+    }
+    for r in results.into_inner().expect("results lock") {
+        current.insert((r.task.clone(), r.model.clone()), r);
+    }
+    let all: Vec<CheckRecord> = current.into_values().collect();
+    write_jsonl_atomic(&path, &all)?;
+    Ok(all)
+}
+
+/// Runs (or recalls from the cache) one check. Timeouts and harness errors are not cached,
+/// so they are tried again next time.
+fn check_one(
+    policy: &SandboxPolicy,
+    cache: &Cache,
+    output: &OutputRecord,
+    check: &str,
+    code: Option<&str>,
+    check_sha256: String,
+    code_sha256: Option<String>,
+) -> anyhow::Result<CheckRecord> {
+    let mut record = CheckRecord {
+        task: output.task.clone(),
+        model: output.model.clone(),
+        result: CheckOutcome::NoCode,
+        duration_ms: 0,
+        exit_code: None,
+        signal: None,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        sandbox: policy_label(policy).to_string(),
+        check_sha256,
+        code_sha256,
+        from_cache: false,
+    };
+    let Some(code) = code else {
+        if output.status == Status::Failed {
+            record.stderr_tail = "generation failed: no output to check".into();
+        }
+        return Ok(record);
+    };
+    let canonical = json!({
+        "kind": "check",
+        "check_sha256": record.check_sha256,
+        "code_sha256": record.code_sha256,
+        "sandbox": record.sandbox,
+        "cpu_secs": policy.cpu_secs,
+        "memory_bytes": policy.memory_bytes,
+        "file_size_bytes": policy.file_size_bytes,
+        "max_processes": policy.max_processes,
+        "tmpfs_bytes": policy.tmpfs_bytes,
+        "python": policy.python,
+        "wall_timeout_ms": policy.wall_timeout.as_millis() as u64,
+    });
+    let key = cache_key(&canonical);
+    let cached: Option<CachedCheck> = cache.get(&key).and_then(|v| serde_json::from_value(v).ok());
+    let c = match cached {
+        Some(c) => {
+            record.from_cache = true;
+            c
+        }
+        None => {
+            let run =
+                run_check(policy, check, code).map_err(|e| JudgeError::usage(e.to_string()))?;
+            let c = CachedCheck {
+                result: run.result.into(),
+                duration_ms: run.duration_ms,
+                exit_code: run.exit_code,
+                signal: run.signal,
+                stdout_tail: run.stdout_tail,
+                stderr_tail: run.stderr_tail,
+                sandbox: run.sandbox.to_string(),
+            };
+            if matches!(c.result, CheckOutcome::Pass | CheckOutcome::Fail) {
+                cache.put(&key, &canonical, &serde_json::to_value(&c)?)?;
+            }
+            c
+        }
+    };
+    record.result = c.result;
+    record.duration_ms = c.duration_ms;
+    record.exit_code = c.exit_code;
+    record.signal = c.signal;
+    record.stdout_tail = c.stdout_tail;
+    record.stderr_tail = c.stderr_tail;
+    record.sandbox = c.sandbox;
+    Ok(record)
+}
+
+/// Per-model pass counts with 95% Wilson intervals, in manifest model order.
+pub fn check_rows(models: &[String], records: &[CheckRecord]) -> anyhow::Result<Vec<CheckRow>> {
+    let mut rows = Vec::new();
+    for m in models {
+        let mine: Vec<&CheckRecord> = records.iter().filter(|r| &r.model == m).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let count = |o: CheckOutcome| mine.iter().filter(|r| r.result == o).count() as u64;
+        let (passed, total) = (count(CheckOutcome::Pass), mine.len() as u64);
+        let interval = crate::stats::wilson_interval(passed, total)?;
+        rows.push(CheckRow {
+            model: m.clone(),
+            passed,
+            total,
+            failed: count(CheckOutcome::Fail),
+            errors: count(CheckOutcome::Error),
+            timeouts: count(CheckOutcome::Timeout),
+            no_code: count(CheckOutcome::NoCode),
+            pass_rate: passed as f64 / total as f64,
+            ci_low: interval.map(|i| i.lo),
+            ci_high: interval.map(|i| i.hi),
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,667 @@
+//! `judge compare`: every task × unordered model pair judged blind, in both orderings as two
+//! separate cached calls, verdicts parsed strictly; writes `judgments.jsonl` (appended as calls
+//! finish) and `comparisons.jsonl` (derived, rewritten at the end).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cache::Cache;
+use crate::cli::{Cli, CompareArgs};
+use crate::commands::check::{CHECKS_FILE, CheckRecord, CheckTable, ensure_checks, sandbox_policy};
+use crate::config::{Config, ModelConfig, ProviderKind, load_config};
+use crate::engine::calls::{build_http_providers, cached_call, watch_ctrl_c};
+use crate::engine::manifest::Manifest;
+use crate::engine::run_dir::{
+    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+};
+use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
+use crate::error::{JudgeError, Outcome};
+use crate::judging::{EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict};
+use crate::prompt::{
+    Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
+};
+use crate::provider::http::HttpProvider;
+use crate::provider::{ChatRequest, ErrorClass, Message, openai};
+use crate::records::{
+    ComparisonRecord, FailedMarker, JudgmentRecord, JudgmentVerdict, OutputRecord, RecordedError,
+    Status,
+};
+use crate::report::progress::Progress;
+use crate::report::summary::compare_summary;
+use crate::suite::{Suite, load_suite};
+use crate::verdict::parse_verdict;
+
+/// The tool-owned judge template (DESIGN rule 8), compiled in so every install judges alike.
+pub const PAIRWISE_TEMPLATE: &str = include_str!("../../prompts/pairwise.md");
+/// Judgment records of a run.
+pub const JUDGMENTS_FILE: &str = "judgments.jsonl";
+/// Comparison records of a run.
+pub const COMPARISONS_FILE: &str = "comparisons.jsonl";
+
+/// A judge taking part in the comparison.
+#[derive(Debug, Clone)]
+enum Judge {
+    /// An LLM judge from `[[judges]]`.
+    Llm(ModelConfig),
+    /// The execution judge: decides from `judge check` results.
+    Exec,
+}
+
+impl Judge {
+    fn id(&self) -> &str {
+        match self {
+            Judge::Llm(m) => &m.id,
+            Judge::Exec => EXEC_JUDGE,
+        }
+    }
+    fn family(&self) -> &str {
+        match self {
+            Judge::Llm(m) => &m.family,
+            Judge::Exec => EXEC_FAMILY,
+        }
+    }
+}
+
+/// One judge call: a judge, a task, a pair and an ordering.
+#[derive(Debug, Clone)]
+struct Call {
+    judge: usize,
+    task: usize,
+    model_a: String,
+    model_b: String,
+    order: Order,
+}
+
+struct Ctx {
+    config: Config,
+    suite: Suite,
+    judges: Vec<Judge>,
+    outputs: BTreeMap<(String, String), OutputRecord>,
+    template: PairwiseTemplate,
+    prompt_sha256: String,
+    http: BTreeMap<String, HttpProvider>,
+    cache: Cache,
+    refresh: bool,
+    seed: u64,
+    stop: Arc<Stop>,
+    /// Check results, when the execution judge takes part.
+    checks: Option<CheckTable>,
+}
+
+/// The run's inputs, loaded and checked before anything is written.
+struct Inputs {
+    config: Config,
+    suite: Suite,
+    manifest: Manifest,
+    run_dir: RunDir,
+    outputs: Vec<OutputRecord>,
+    models: Vec<ModelConfig>,
+    judges: Vec<Judge>,
+}
+
+/// Runs `judge compare`.
+pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
+    let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
+    let llm_judges: Vec<&ModelConfig> = inputs
+        .judges
+        .iter()
+        .filter_map(|j| match j {
+            Judge::Llm(m) => Some(m),
+            Judge::Exec => None,
+        })
+        .collect();
+    let http = build_http_providers(&inputs.config, &llm_judges)?;
+    let template =
+        PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
+    let (prompt_sha256, prompt_text) =
+        template_sha256(&template, &inputs.suite.context, &inputs.suite.criteria);
+
+    inputs.run_dir.create_and_lock()?;
+    let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
+    if !prompt_path.exists() {
+        crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
+            .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
+    }
+    let cache = Cache::new(inputs.config.cache_dir());
+    let checks = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        Some(exec_checks(&inputs, &cache, cli.quiet)?)
+    } else {
+        None
+    };
+    let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
+    let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
+    let stop = Arc::new(Stop::default());
+    let ctx = Arc::new(Ctx {
+        cache,
+        checks,
+        seed: inputs.manifest.seed,
+        outputs: inputs
+            .outputs
+            .iter()
+            .map(|o| ((o.task.clone(), o.model.clone()), o.clone()))
+            .collect(),
+        config: inputs.config,
+        suite: inputs.suite,
+        judges: inputs.judges,
+        template,
+        prompt_sha256,
+        http,
+        refresh: args.refresh,
+        stop: stop.clone(),
+    });
+    let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
+
+    let progress = Progress::new(calls.len() as u64, cli.quiet, "compare");
+    let mut appender = JsonlAppender::open(&judgments_path)?;
+    let mut new_records = Vec::new();
+    let mut write_error = None;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        watch_ctrl_c(stop.clone());
+        let work_ctx = ctx.clone();
+        let groups = group_by_provider(&ctx, calls);
+        run_groups(groups, stop.clone(), move |call| judge_call(work_ctx.clone(), call), |rec| {
+            let Some(rec) = rec else { return };
+            if let Err(e) = appender.append(&rec) {
+                stop.request(StopReason::Fatal(format!("{e:#}")));
+                write_error.get_or_insert(e);
+            }
+            let failed = matches!(rec.verdict, JudgmentVerdict::Failed(_));
+            let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
+            let priced = ctx.judges.iter().any(|j| matches!(j, Judge::Llm(m) if m.id == rec.judge && m.price_input_per_mtok.is_some()));
+            progress.item_done(rec.from_cache, failed, spent, priced);
+            new_records.push(rec);
+        })
+        .await;
+    });
+    progress.finish();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    finish(
+        &ctx,
+        &inputs.run_dir,
+        &mut inputs.manifest,
+        &inputs.models,
+        existing,
+        new_records,
+    )
+}
+
+fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
+    let config = load_config(&cli.config)?;
+    let run_dir = RunDir::at(&config.runs_dir(), run)?;
+    if !run_dir.exists() {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",
+            config.runs_dir().display()
+        ))
+        .into());
+    }
+    let manifest = read_manifest(&run_dir)?;
+    let suite = load_suite(&config.suites_dir(), &manifest.suite.name)?;
+    if suite.hash != manifest.suite.hash {
+        return Err(JudgeError::usage(format!(
+            "suite `{}` has changed since run `{run}` was generated; judge it from an unchanged suite or generate a new run",
+            suite.name
+        ))
+        .into());
+    }
+    let outputs: Vec<OutputRecord> =
+        read_jsonl_repairing(&run_dir.file(crate::commands::generate::OUTPUTS_FILE))?;
+    let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
+    let models: Vec<ModelConfig> = manifest
+        .models
+        .iter()
+        .filter(|m| present.contains(m.id.as_str()))
+        .cloned()
+        .collect();
+    if models.len() < 2 {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has outputs from {} model(s); pairwise comparison needs at least two (generate more models into it)",
+            models.len()
+        ))
+        .into());
+    }
+    let judges = resolve_judges(&config, wanted_judges)?;
+    for judge in &judges {
+        let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
+        if let Some(model) = family_conflict(judge.family(), fams) {
+            return Err(JudgeError::usage(format!(
+                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (DESIGN rule 6): pick a judge from another family",
+                judge.id(),
+                judge.family()
+            ))
+            .into());
+        }
+    }
+    Ok(Inputs {
+        config,
+        suite,
+        manifest,
+        run_dir,
+        outputs,
+        models,
+        judges,
+    })
+}
+
+fn read_manifest(run_dir: &RunDir) -> anyhow::Result<Manifest> {
+    let path = run_dir.file("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        JudgeError::usage(format!(
+            "`{}` is not a valid manifest ({e}); regenerate the run",
+            path.display()
+        ))
+        .into()
+    })
+}
+
+/// `--judge` ids, else every `[[judges]]` entry, else the execution judge.
+fn resolve_judges(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Judge>> {
+    let ids: Vec<String> = if !wanted.is_empty() {
+        wanted.to_vec()
+    } else if !config.judges.is_empty() {
+        config.judges.iter().map(|j| j.id.clone()).collect()
+    } else {
+        vec![EXEC_JUDGE.to_string()]
+    };
+    let mut judges = Vec::new();
+    for id in ids {
+        if judges.iter().any(|j: &Judge| j.id() == id) {
+            continue;
+        }
+        if id == EXEC_JUDGE {
+            judges.push(Judge::Exec);
+            continue;
+        }
+        let Some(m) = config.judges.iter().find(|j| j.id == id) else {
+            let mut known: Vec<&str> = config.judges.iter().map(|j| j.id.as_str()).collect();
+            known.push(EXEC_JUDGE);
+            return Err(JudgeError::usage(format!(
+                "unknown judge `{id}` (defined: {}); add it under [[judges]] in {}",
+                known.join(", "),
+                config.path.display()
+            ))
+            .into());
+        };
+        if config.provider_of(m).kind == ProviderKind::Files {
+            return Err(JudgeError::usage(format!(
+                "judge `{id}` uses a `files` provider, which cannot judge; give it an HTTP provider"
+            ))
+            .into());
+        }
+        judges.push(Judge::Llm(m.clone()));
+    }
+    Ok(judges)
+}
+
+/// Every call still needed: both orderings of every pair whose outputs are both ok, for each
+/// LLM judge, minus those already recorded (failed ones too unless `retry_failed`).
+fn pending_calls(
+    ctx: &Ctx,
+    models: &[ModelConfig],
+    existing: &[JudgmentRecord],
+    retry_failed: bool,
+) -> Vec<Call> {
+    let mut done: BTreeMap<(&str, &str, &str, &str), bool> = BTreeMap::new();
+    for r in existing {
+        let failed = matches!(r.verdict, JudgmentVerdict::Failed(_));
+        done.insert(
+            (
+                r.task.as_str(),
+                r.judge.as_str(),
+                r.first.as_str(),
+                r.second.as_str(),
+            ),
+            failed,
+        );
+    }
+    let mut calls = Vec::new();
+    for (ji, judge) in ctx.judges.iter().enumerate() {
+        if matches!(judge, Judge::Exec) {
+            continue;
+        }
+        for (ti, task) in ctx.suite.tasks.iter().enumerate() {
+            for (i, a) in models.iter().enumerate() {
+                for b in &models[i + 1..] {
+                    if !both_ok(ctx, &task.id, &a.id, &b.id) {
+                        continue;
+                    }
+                    for order in [Order::Ab, Order::Ba] {
+                        let (first, second) = order.arrange((a.id.as_str(), b.id.as_str()));
+                        match done.get(&(task.id.as_str(), judge.id(), first, second)) {
+                            Some(false) => continue,
+                            Some(true) if !retry_failed => continue,
+                            _ => {}
+                        }
+                        calls.push(Call {
+                            judge: ji,
+                            task: ti,
+                            model_a: a.id.clone(),
+                            model_b: b.id.clone(),
+                            order,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    calls
+}
+
+fn output_ok(ctx: &Ctx, task: &str, model: &str) -> bool {
+    ctx.outputs
+        .get(&(task.to_string(), model.to_string()))
+        .is_some_and(|o| o.status == Status::Ok)
+}
+
+fn both_ok(ctx: &Ctx, task: &str, a: &str, b: &str) -> bool {
+    output_ok(ctx, task, a) && output_ok(ctx, task, b)
+}
+
+fn group_by_provider(ctx: &Ctx, calls: Vec<Call>) -> Vec<Group<Call>> {
+    let mut by_provider: BTreeMap<String, Vec<Call>> = BTreeMap::new();
+    for call in calls {
+        let Judge::Llm(m) = &ctx.judges[call.judge] else {
+            continue;
+        };
+        by_provider
+            .entry(m.provider.clone())
+            .or_default()
+            .push(call);
+    }
+    by_provider
+        .into_iter()
+        .map(|(name, items)| Group {
+            concurrency: ctx.config.providers[&name].max_concurrency,
+            items,
+        })
+        .collect()
+}
+
+/// One judge call with one retry for an unparsable reply. `None` = stopped before finishing.
+async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
+    let Judge::Llm(judge) = &ctx.judges[call.judge] else {
+        unreachable!("only LLM judges make calls")
+    };
+    let task = &ctx.suite.tasks[call.task];
+    let (first, second) = call
+        .order
+        .arrange((call.model_a.as_str(), call.model_b.as_str()));
+    let text_of = |model: &str| {
+        ctx.outputs[&(task.id.clone(), model.to_string())]
+            .text
+            .clone()
+            .expect("ok outputs have text")
+    };
+    let (answer_1, answer_2) = (text_of(first), text_of(second));
+    let nonce = fence_nonce(
+        ctx.seed,
+        &task.id,
+        (&call.model_a, &call.model_b),
+        call.order,
+    );
+    let input = PairwiseInput {
+        task: &task.prompt,
+        answer_1: &answer_1,
+        answer_2: &answer_2,
+        suite_context: &ctx.suite.context,
+        suite_criteria: &ctx.suite.criteria,
+        nonce: &nonce,
+    };
+    let mut record = JudgmentRecord {
+        task: task.id.clone(),
+        judge: judge.id.clone(),
+        first: first.to_string(),
+        second: second.to_string(),
+        order: call.order,
+        verdict: JudgmentVerdict::Failed(FailedMarker::Failed),
+        raw: None,
+        attempts: 0,
+        prompt_sha256: ctx.prompt_sha256.clone(),
+        cache_key: None,
+        from_cache: false,
+        usage: None,
+        cost_usd: None,
+        error: None,
+    };
+    let prompt = match render_pairwise(&ctx.template, &input) {
+        Ok(p) => p,
+        Err(e) => {
+            record.error = Some(RecordedError {
+                class: ErrorClass::ClientError,
+                message: e.to_string(),
+                http_status: None,
+            });
+            return Some(record);
+        }
+    };
+    let request = ChatRequest {
+        model: judge.model.clone(),
+        messages: vec![Message::system(prompt.system), Message::user(prompt.user)],
+        max_tokens: ctx.config.run.judge_max_tokens,
+        temperature: 0.0,
+    };
+    let body = openai::build_request(&request);
+    let http = &ctx.http[&judge.provider];
+    for attempt in 1..=2 {
+        let result = cached_call(&ctx.cache, http, &body, attempt, ctx.refresh, &ctx.stop).await?;
+        record.attempts = attempt;
+        record.cache_key = Some(result.cache_key);
+        record.from_cache = result.from_cache;
+        match result.reply {
+            Ok(reply) => {
+                if let Some(u) = reply.usage {
+                    let prev = record.usage.unwrap_or_default();
+                    let usage = crate::provider::Usage {
+                        input_tokens: prev.input_tokens + u.input_tokens,
+                        output_tokens: prev.output_tokens + u.output_tokens,
+                    };
+                    record.usage = Some(usage);
+                    record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
+                }
+                match parse_verdict(&reply.text) {
+                    Ok(v) => {
+                        record.verdict = JudgmentVerdict::Parsed(v);
+                        record.error = None;
+                        record.raw = Some(reply.text);
+                        return Some(record);
+                    }
+                    Err(e) => {
+                        record.raw = Some(reply.text);
+                        record.error = Some(RecordedError {
+                            class: ErrorClass::UnparsableVerdict,
+                            message: e.to_string(),
+                            http_status: None,
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                record.error = Some(RecordedError {
+                    class: e.class,
+                    message: e.message,
+                    http_status: e.status,
+                });
+                return Some(record);
+            }
+        }
+    }
+    Some(record)
+}
+
+/// Rewrites judgments (sorted), derives comparisons, updates the manifest, prints the summary.
+fn finish(
+    ctx: &Ctx,
+    run_dir: &RunDir,
+    manifest: &mut Manifest,
+    models: &[ModelConfig],
+    existing: Vec<JudgmentRecord>,
+    new_records: Vec<JudgmentRecord>,
+) -> anyhow::Result<Outcome> {
+    let mut latest: BTreeMap<(String, String, String, String), JudgmentRecord> = BTreeMap::new();
+    for r in existing.into_iter().chain(new_records.iter().cloned()) {
+        latest.insert(
+            (
+                r.judge.clone(),
+                r.task.clone(),
+                r.first.clone(),
+                r.second.clone(),
+            ),
+            r,
+        );
+    }
+    let judgments: Vec<JudgmentRecord> = latest.values().cloned().collect();
+    write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), &judgments)?;
+    let comparisons = derive_comparisons(ctx, models, &latest);
+    write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
+
+    let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
+    manifest.extra.insert(
+        "compare".into(),
+        json!({
+            "judges": ctx.judges.iter().map(|j| match j {
+                Judge::Llm(m) => serde_json::to_value(m).unwrap_or_default(),
+                Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
+            }).collect::<Vec<_>>(),
+            "prompt_sha256": ctx.prompt_sha256,
+            "judge_max_tokens": ctx.config.run.judge_max_tokens,
+            "judge_temperature": 0.0,
+            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
+        }),
+    );
+    write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
+
+    let ours: Vec<&JudgmentRecord> = judgments
+        .iter()
+        .filter(|j| judge_ids.contains(&j.judge.as_str()))
+        .collect();
+    eprint!(
+        "{}",
+        compare_summary(&judge_ids, &ours, &new_records, &comparisons)
+    );
+    eprintln!(
+        "run `{}`: {} comparisons in {}",
+        run_dir.name(),
+        comparisons.len(),
+        run_dir.file(COMPARISONS_FILE).display()
+    );
+    let failed = ours
+        .iter()
+        .any(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)));
+    match ctx.stop.reason() {
+        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        None if failed => Ok(Outcome::ItemsFailed),
+        None => Ok(Outcome::Success),
+    }
+}
+
+/// Check results for the execution judge: `checks.jsonl`, with any missing check run now in
+/// the sandbox (a missing sandbox is an error that says to run `judge check`).
+fn exec_checks(inputs: &Inputs, cache: &Cache, quiet: bool) -> anyhow::Result<CheckTable> {
+    let existing: Vec<CheckRecord> = read_jsonl_repairing(&inputs.run_dir.file(CHECKS_FILE))?;
+    let complete = inputs.outputs.iter().all(|o| {
+        inputs.suite.task(&o.task).is_none_or(|t| t.check.is_none())
+            || existing
+                .iter()
+                .any(|c| c.task == o.task && c.model == o.model)
+    });
+    let records = if complete {
+        existing
+    } else {
+        let policy = sandbox_policy(false, None).map_err(|e| {
+            JudgeError::usage(format!(
+                "the exec judge needs check results and could not run them: {e:#}; run `judge check --run {}` first (with --no-sandbox if you accept the risk)",
+                inputs.run_dir.name()
+            ))
+        })?;
+        ensure_checks(
+            &inputs.run_dir,
+            &inputs.suite,
+            &inputs.outputs,
+            &policy,
+            cache,
+            quiet,
+        )?
+    };
+    Ok(CheckTable::from_records(&records))
+}
+
+/// One comparison per judge × task × pair, in that order. Pairs whose judgments are not all
+/// recorded yet (an interrupted run) are left out.
+fn derive_comparisons(
+    ctx: &Ctx,
+    models: &[ModelConfig],
+    judgments: &BTreeMap<(String, String, String, String), JudgmentRecord>,
+) -> Vec<ComparisonRecord> {
+    let mut out = Vec::new();
+    for judge in &ctx.judges {
+        for task in &ctx.suite.tasks {
+            for (i, a) in models.iter().enumerate() {
+                for b in &models[i + 1..] {
+                    let record = |winner, flipped, by_failure| ComparisonRecord {
+                        task: task.id.clone(),
+                        judge: judge.id().to_string(),
+                        model_a: a.id.clone(),
+                        model_b: b.id.clone(),
+                        winner,
+                        flipped,
+                        by_failure,
+                    };
+                    let (a_ok, b_ok) = (
+                        output_ok(ctx, &task.id, &a.id),
+                        output_ok(ctx, &task.id, &b.id),
+                    );
+                    if let Some(w) = decide_by_failure(a_ok, b_ok) {
+                        out.push(record(w, false, true));
+                        continue;
+                    }
+                    let verdict_of = |first: &str, second: &str| {
+                        judgments.get(&(
+                            judge.id().to_string(),
+                            task.id.clone(),
+                            first.to_string(),
+                            second.to_string(),
+                        ))
+                    };
+                    match judge {
+                        Judge::Exec if task.check.is_none() => {}
+                        Judge::Exec => {
+                            let checks = ctx
+                                .checks
+                                .as_ref()
+                                .expect("loaded when the exec judge takes part");
+                            let winner = checks.outcome(&task.id, &a.id, &b.id);
+                            out.push(record(winner, false, false));
+                        }
+                        Judge::Llm(_) => {
+                            let (Some(ab), Some(ba)) =
+                                (verdict_of(&a.id, &b.id), verdict_of(&b.id, &a.id))
+                            else {
+                                continue;
+                            };
+                            let parsed = |j: &JudgmentRecord| match j.verdict {
+                                JudgmentVerdict::Parsed(v) => Some(v),
+                                JudgmentVerdict::Failed(_) => None,
+                            };
+                            let (winner, flipped) = combine(parsed(ab), parsed(ba));
+                            out.push(record(winner, flipped, false));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}

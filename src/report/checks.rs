@@ -1,0 +1,159 @@
+//! The `judge check` report: per-model pass counts with 95% Wilson intervals, as a table, CSV,
+//! JSON or Markdown. Pure: rows in, bytes out.
+
+use serde::Serialize;
+
+use super::{Format, fmt_float, render_markdown, summary::render_table};
+use crate::records::SCHEMA_VERSION;
+
+/// One model's check results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckRow {
+    pub model: String,
+    pub passed: u64,
+    pub total: u64,
+    pub pass_rate: f64,
+    /// 95% Wilson interval of the pass rate.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub failed: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    pub no_code: u64,
+}
+
+const COLUMNS: [&str; 10] = [
+    "model",
+    "passed",
+    "total",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "failed",
+    "errors",
+    "timeouts",
+    "no_code",
+];
+
+fn cells(r: &CheckRow) -> Vec<String> {
+    let opt = |x: Option<f64>| x.map_or(String::new(), |v| fmt_float(v, 4));
+    vec![
+        r.model.clone(),
+        r.passed.to_string(),
+        r.total.to_string(),
+        fmt_float(r.pass_rate, 4),
+        opt(r.ci_low),
+        opt(r.ci_high),
+        r.failed.to_string(),
+        r.errors.to_string(),
+        r.timeouts.to_string(),
+        r.no_code.to_string(),
+    ]
+}
+
+/// Renders the report in `format`.
+pub fn render_check_report(rows: &[CheckRow], format: Format) -> Vec<u8> {
+    match format {
+        Format::Table => {
+            let mut t = vec![
+                [
+                    "model",
+                    "passed",
+                    "pass rate",
+                    "95% CI (Wilson)",
+                    "fail",
+                    "error",
+                    "timeout",
+                    "no code",
+                ]
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect::<Vec<_>>(),
+            ];
+            for r in rows {
+                let ci = match (r.ci_low, r.ci_high) {
+                    (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_float(lo, 3), fmt_float(hi, 3)),
+                    _ => "n/a".into(),
+                };
+                t.push(vec![
+                    r.model.clone(),
+                    format!("{}/{}", r.passed, r.total),
+                    fmt_float(r.pass_rate, 3),
+                    ci,
+                    r.failed.to_string(),
+                    r.errors.to_string(),
+                    r.timeouts.to_string(),
+                    r.no_code.to_string(),
+                ]);
+            }
+            render_table(&t).into_bytes()
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(COLUMNS)
+                .expect("writing to memory cannot fail");
+            for r in rows {
+                w.write_record(cells(r))
+                    .expect("writing to memory cannot fail");
+            }
+            w.into_inner().expect("writing to memory cannot fail")
+        }
+        Format::Json => {
+            let doc = serde_json::json!({
+                "schema_version": SCHEMA_VERSION,
+                "interval": "wilson_95",
+                "models": rows,
+            });
+            let mut out = serde_json::to_vec_pretty(&doc).expect("rows always serialise");
+            out.push(b'\n');
+            out
+        }
+        Format::Md => {
+            let body: Vec<Vec<String>> = rows.iter().map(cells).collect();
+            render_markdown(&COLUMNS, &body).into_bytes()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> CheckRow {
+        CheckRow {
+            model: "reference".into(),
+            passed: 25,
+            total: 25,
+            pass_rate: 1.0,
+            ci_low: Some(0.8668),
+            ci_high: Some(1.0),
+            failed: 0,
+            errors: 0,
+            timeouts: 0,
+            no_code: 0,
+        }
+    }
+
+    #[test]
+    fn every_format_renders() {
+        let table = String::from_utf8(render_check_report(&[row()], Format::Table)).unwrap();
+        assert!(
+            table.contains("25/25") && table.contains("[0.867, 1.000]"),
+            "{table}"
+        );
+        let csv = String::from_utf8(render_check_report(&[row()], Format::Csv)).unwrap();
+        assert_eq!(
+            csv.lines().next(),
+            Some("model,passed,total,pass_rate,ci_low,ci_high,failed,errors,timeouts,no_code")
+        );
+        assert_eq!(
+            csv.lines().nth(1),
+            Some("reference,25,25,1.0000,0.8668,1.0000,0,0,0,0")
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&render_check_report(&[row()], Format::Json)).unwrap();
+        assert_eq!(json["models"][0]["passed"], 25);
+        let md = String::from_utf8(render_check_report(&[row()], Format::Md)).unwrap();
+        assert!(md.starts_with("| model | passed |"), "{md}");
+    }
+}

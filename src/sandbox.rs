@@ -1,0 +1,1838 @@
+//! Running untrusted, model-written Python against a hidden `check.py`, contained.
+//!
+//! # What a check run does
+//!
+//! [`run_check`] makes a fresh host directory (under [`std::env::temp_dir`],
+//! removed by a drop guard on every path out, panics included), writes
+//! `check.py` and `solution.py` into it and runs `python3 check.py` with the
+//! solution importable from the working directory. The verdict comes from how
+//! the process ended (see [`CheckResult`]); stdout and stderr are read
+//! concurrently and only their last [`SandboxPolicy::output_cap_bytes`] are
+//! kept.
+//!
+//! # Containment ([`SandboxMode::Bwrap`])
+//!
+//! The command line, when the harness runs as root (as in CI), is
+//!
+//! ```text
+//! setpriv --reuid=<U> --regid=<U> --clear-groups --no-new-privs --
+//!   bwrap --unshare-all --unshare-user --disable-userns
+//!         --uid 65534 --gid 65534 --hostname sandbox
+//!         --die-with-parent --new-session --cap-drop ALL
+//!         --ro-bind /usr /usr
+//!         --symlink usr/bin /bin  --symlink usr/sbin /sbin      (merged /usr;
+//!         --symlink usr/lib /lib  --symlink usr/lib64 /lib64     real dirs are
+//!                                                                ro-bound)
+//!         --ro-bind-try /etc/X /etc/X   for X in ld.so.cache ld.so.conf
+//!                   ld.so.conf.d localtime passwd group nsswitch.conf python3*
+//!         --proc /proc --dev /dev
+//!         --perms 1777 --size <tmpfs_bytes> --tmpfs /tmp
+//!         --dir /tmp/check
+//!         --ro-bind <hostdir>/check.py    /tmp/check/check.py
+//!         --ro-bind <hostdir>/solution.py /tmp/check/solution.py
+//!         --remount-ro /
+//!         --chdir /tmp/check
+//!         --clearenv --setenv PATH … HOME /tmp/check LANG C.UTF-8
+//!         --setenv PYTHONDONTWRITEBYTECODE 1 PYTHONHASHSEED 0 TMPDIR /tmp/check
+//!         -- /usr/bin/python3 -c <launcher> <limits…> /usr/bin/python3 check.py
+//! ```
+//!
+//! * **Nothing of the host is visible but `/usr` and a handful of `/etc`
+//!   files**, all read-only; `/root`, `/home`, `/work`, the host `/tmp` and the
+//!   rest of `/etc` do not exist inside. The sandbox's own root is remounted
+//!   read-only.
+//! * **The only writable place is a size-capped tmpfs** at `/tmp` (the working
+//!   directory `/tmp/check` lives on it). The host directory itself is never
+//!   mounted: only its two files are, read-only, so a solution can neither fill
+//!   the host disk nor rewrite `check.py`. The tmpfs is memory that
+//!   `RLIMIT_AS` does not count, hence its own cap.
+//! * **No network**: a fresh network namespace holds only its own loopback,
+//!   so even `127.0.0.1` is not the host's.
+//! * **No environment leaks**: bwrap clears the environment and sets only the
+//!   allowlist of [`child_env`].
+//! * **A fresh pid namespace**: when the sandbox's init dies, the kernel kills
+//!   every process in it. `--die-with-parent` ties that init to bwrap, and the
+//!   wall-clock timeout kills bwrap, so a timeout reaps everything,
+//!   double-forked daemons included.
+//! * **Unprivileged**: when the harness runs as root, `setpriv` first turns
+//!   the real and effective uid and gid into a fresh, unnamed host id `<U>`
+//!   (one per run, see [`host_uid_for_run`]) with no supplementary groups and
+//!   `no_new_privs`; inside the sandbox that id appears as `nobody` (65534).
+//!   Without the drop the sandbox's uid would map to host root, which owns
+//!   every root-only file bound in and, crucially, is exempt from
+//!   `RLIMIT_NPROC`. A per-run id (rather than the host's shared `nobody`)
+//!   means concurrent runs share no process budget, cannot signal or trace
+//!   each other, and cannot touch each other's files.
+//! * **rlimits** are set inside the sandbox by a tiny Python launcher that then
+//!   `exec`s the check: `RLIMIT_CPU` (soft = `cpu_secs`, hard = one more
+//!   second), `RLIMIT_AS`, `RLIMIT_FSIZE`, `RLIMIT_NPROC`, `RLIMIT_NOFILE` 256
+//!   and `RLIMIT_CORE` 0.
+//!
+//! ## Fork bombs, as root
+//!
+//! `RLIMIT_NPROC` is ignored for processes whose real uid is host root, even
+//! inside a user namespace. Since Linux 5.14 the count is kept per (user
+//! namespace, uid) and checked at every level up to the initial namespace; a
+//! process that is not host root and holds no capability there gets `EAGAIN`
+//! from `fork` once its own level exceeds the limit. So: `setpriv` makes the
+//! outer uid an unprivileged per-run id, bwrap makes a fresh user namespace
+//! per check, and the
+//! launcher sets `RLIMIT_NPROC` *inside* it. The limit then counts only that
+//! sandbox's processes (concurrent checks do not share a budget); the outer
+//! level's ceiling is the harness's own, much larger, limit. Whatever the bomb
+//! leaves spinning dies with the pid namespace at the wall-clock timeout.
+//!
+//! # [`SandboxMode::None`]
+//!
+//! The same launcher, rlimits, scrubbed environment, temporary directory and
+//! timeout, but no namespaces: the host directory is the writable working
+//! directory, the network and the host file system are reachable (as root,
+//! with the rights of an unprivileged uid: world-readable files, world-writable
+//! directories such as the host `/tmp`), and only `RLIMIT_FSIZE` bounds each
+//! file (not their number). When the harness is not root the code runs as the
+//! harness's own user and can read its environment through
+//! `/proc/<ppid>/environ`. As root the process
+//! still drops to its per-run uid through `setpriv`, which makes
+//! `RLIMIT_NPROC` effective and private to the run; when the
+//! harness is not root, `RLIMIT_NPROC` is not set at all, because it would
+//! count every process the user owns. The process runs in its own process
+//! group, which is killed at the timeout and after the check exits; a
+//! descendant that calls `setsid` escapes that kill and lives until its own
+//! CPU limit. `--no-sandbox` is for trusted code only.
+//!
+//! # Verdicts
+//!
+//! See [`CheckResult`]. A launcher marker written to stderr just before the
+//! `exec` tells "the check ran" from "the sandbox failed first"; it is removed
+//! from the captured stderr.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Uid and gid the sandboxed code has inside the bwrap sandbox (`nobody`).
+pub const SANDBOX_UID: u32 = 65534;
+
+/// First host uid/gid handed to runs when the harness is root; see
+/// [`host_uid_for_run`].
+pub const HOST_UID_BASE: u32 = 2_000_000_000;
+
+/// The unprivileged host uid (and gid) a run drops to when the harness is
+/// root: `HOST_UID_BASE + (pid % 100000) * 1000 + (seq % 1000)`, where `seq`
+/// counts this process's runs. The id has no passwd entry (inside bwrap it
+/// shows as `nobody`); it lies far above the usual user, system and
+/// subordinate-id ranges, and is distinct for up to 1000 runs of one harness
+/// process at a time and across concurrent harness processes (distinct pids
+/// mod 100000).
+pub fn host_uid_for_run(pid: u32, seq: u64) -> u32 {
+    HOST_UID_BASE + (pid % 100_000) * 1000 + (seq % 1000) as u32
+}
+
+/// Where the working directory is inside the bwrap sandbox.
+pub const SANDBOX_WORKDIR: &str = "/tmp/check";
+
+/// `PATH` given to the sandboxed process.
+const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// `RLIMIT_NOFILE` for the sandboxed process.
+const MAX_OPEN_FILES: u64 = 256;
+
+/// Written to stderr by the launcher right before it `exec`s the check.
+const LAUNCH_MARKER: &[u8] = b"\x1ejudge-sandbox:launched\x1e\n";
+
+/// Exit status of the launcher when it cannot set the limits or `exec`.
+const LAUNCHER_FAILED: i32 = 125;
+
+/// How long to wait for the output readers after the process has ended.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
+/// How long bwrap/setpriv may take to answer `--help` or a probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The launcher: sets the rlimits given in argv, announces itself on fd 2,
+/// then `exec`s the rest of argv. A limit of 0 for NPROC means "leave as is".
+const LAUNCHER: &str = r#"import os, resource, sys
+def lim(name, soft, hard):
+    r = getattr(resource, name)
+    _, cur = resource.getrlimit(r)
+    if cur != resource.RLIM_INFINITY:
+        hard = min(hard, cur)
+        soft = min(soft, hard)
+    resource.setrlimit(r, (soft, hard))
+try:
+    cpu, mem, fsize, nproc, nofile = (int(a) for a in sys.argv[1:6])
+    lim('RLIMIT_CORE', 0, 0)
+    lim('RLIMIT_CPU', cpu, cpu + 1)
+    lim('RLIMIT_AS', mem, mem)
+    lim('RLIMIT_FSIZE', fsize, fsize)
+    lim('RLIMIT_NOFILE', nofile, nofile)
+    if nproc > 0:
+        lim('RLIMIT_NPROC', nproc, nproc)
+    os.write(2, MARKER)
+    os.execv(sys.argv[6], sys.argv[6:])
+except BaseException as e:
+    os.write(2, ('judge sandbox launcher failed: %r\n' % (e,)).encode())
+    os._exit(125)
+"#;
+
+/// How strongly the check is contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// bubblewrap namespaces, read-only minimal file system, no network,
+    /// unprivileged uid, rlimits (the default; see the module docs).
+    Bwrap,
+    /// No namespaces: only rlimits, a scrubbed environment, a temporary
+    /// working directory, the timeout and (as root) the drop to a per-run
+    /// unprivileged uid.
+    None,
+}
+
+/// Limits and containment for one check run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// Namespaces or not.
+    pub mode: SandboxMode,
+    /// `RLIMIT_CPU` soft limit in seconds (SIGXCPU); the hard limit (SIGKILL)
+    /// is one second more.
+    pub cpu_secs: u64,
+    /// `RLIMIT_AS`: address space of each process, bytes.
+    pub memory_bytes: u64,
+    /// `RLIMIT_FSIZE`: largest file a process may write, bytes.
+    pub file_size_bytes: u64,
+    /// `RLIMIT_NPROC`: processes and threads in the sandbox (see the module
+    /// docs for when it is enforced).
+    pub max_processes: u64,
+    /// Wall-clock limit, after which the whole sandbox is killed.
+    pub wall_timeout: Duration,
+    /// How many trailing bytes of stdout and of stderr are kept.
+    pub output_cap_bytes: usize,
+    /// Size of the sandbox's writable tmpfs (`/tmp`, holding the working
+    /// directory); bwrap mode only.
+    pub tmpfs_bytes: u64,
+    /// The interpreter. In bwrap mode it must live under `/usr` (the host's
+    /// `/usr/bin/python3` by default), since nothing else is mounted.
+    pub python: PathBuf,
+}
+
+impl Default for SandboxPolicy {
+    /// Bwrap, 10 s CPU, 512 MiB address space, 16 MiB files, 64 processes,
+    /// 20 s wall clock, 64 KiB of output tail, 64 MiB tmpfs,
+    /// `/usr/bin/python3`.
+    fn default() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::Bwrap,
+            cpu_secs: 10,
+            memory_bytes: 512 << 20,
+            file_size_bytes: 16 << 20,
+            max_processes: 64,
+            wall_timeout: Duration::from_secs(20),
+            output_cap_bytes: 64 << 10,
+            tmpfs_bytes: 64 << 20,
+            python: PathBuf::from("/usr/bin/python3"),
+        }
+    }
+}
+
+/// The verdict of one check run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckResult {
+    /// `check.py` exited with status 0.
+    Pass,
+    /// `check.py` exited with a non-zero status: a failed assertion, an
+    /// uncaught exception (status 1), a syntax error in the solution, a
+    /// `MemoryError` or an `EFBIG` from the file-size limit. The candidate's
+    /// code is wrong.
+    Fail,
+    /// No verdict: the sandbox or the interpreter failed before the check
+    /// started (the reason is in `stderr_tail`), or the process died of a
+    /// signal other than a CPU-limit one (SIGSEGV, SIGABRT, SIGKILL from the
+    /// OOM killer, SIGXFSZ when the code un-ignored it, ...).
+    Error,
+    /// The wall-clock timeout fired, or the CPU limit killed the process
+    /// (SIGXCPU; or SIGKILL once the run has lasted at least `cpu_secs`, which
+    /// is the hard CPU limit when SIGXCPU was ignored).
+    Timeout,
+}
+
+/// What one check run did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CheckRun {
+    /// The verdict.
+    pub result: CheckResult,
+    /// Exit status of `check.py`, when it exited (rather than died of a signal).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did (9 after a wall-clock timeout).
+    /// In bwrap mode bwrap reports a signal N as status 128+N; such statuses
+    /// are decoded back into signals, as a shell does.
+    pub signal: Option<i32>,
+    /// Wall-clock time from spawn to exit, milliseconds.
+    pub duration_ms: u64,
+    /// The last bytes of stdout (lossy UTF-8).
+    pub stdout_tail: String,
+    /// The last bytes of stderr (lossy UTF-8), the launcher's marker removed.
+    pub stderr_tail: String,
+    /// How many bytes stdout carried in all.
+    pub stdout_bytes: u64,
+    /// How many bytes stderr carried in all (marker excluded).
+    pub stderr_bytes: u64,
+    /// `"bwrap"` or `"none"`.
+    pub sandbox: &'static str,
+}
+
+/// Why a check could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// `bwrap` is not on `PATH`.
+    #[error(
+        "bubblewrap (`bwrap`) was not found on PATH; install it (`apt-get install bubblewrap`) \
+         or pass --no-sandbox to run model-written code unconfined (unsafe)"
+    )]
+    BwrapMissing,
+    /// The sandbox starts but cannot run even a trivial check.
+    #[error(
+        "the {mode} sandbox cannot run a trivial check: {detail}\n\
+         (bubblewrap needs unprivileged user namespaces: check `sysctl user.max_user_namespaces` \
+         and, on Debian/Ubuntu, `kernel.unprivileged_userns_clone` / \
+         `kernel.apparmor_restrict_unprivileged_userns`; inside a container it needs seccomp/AppArmor \
+         to allow them; or pass --no-sandbox to run model-written code unconfined (unsafe))"
+    )]
+    Unusable {
+        /// `"bwrap"` or `"none"`.
+        mode: &'static str,
+        /// What went wrong, e.g. bwrap's own message.
+        detail: String,
+    },
+    /// Running as root, but `setpriv` (util-linux) is missing, so the
+    /// sandboxed code could not drop root.
+    #[error(
+        "running as root, but `setpriv` (util-linux) was not found on PATH to run the checks as \
+         an unprivileged uid; install util-linux (`apt-get install util-linux`)"
+    )]
+    SetprivMissing,
+    /// A file-system or process operation of the harness itself failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What the harness was doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Shorthand for wrapping an [`io::Error`] with context.
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> SandboxError {
+    let context = context.into();
+    move |source| SandboxError::Io { context, source }
+}
+
+/// How many checks to run at once by default: the available parallelism
+/// (CPUs this process may use), at least 1.
+pub fn default_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Whether bubblewrap is installed and can build the sandbox here: runs a
+/// trivial check in [`SandboxPolicy::default`] (bwrap mode).
+///
+/// The error says how to install bubblewrap or to pass `--no-sandbox`.
+pub fn probe_bwrap() -> Result<(), SandboxError> {
+    probe(&SandboxPolicy::default())
+}
+
+/// Whether `policy` can run a check here: finds the tools it needs and runs
+/// a trivial check (`pass`) through the full pipeline, which must pass.
+pub fn probe(policy: &SandboxPolicy) -> Result<(), SandboxError> {
+    let mut trivial = policy.clone();
+    trivial.wall_timeout = trivial.wall_timeout.max(PROBE_TIMEOUT);
+    let run = run_check(&trivial, "import solution\n", "x = 1\n")?;
+    if run.result == CheckResult::Pass {
+        return Ok(());
+    }
+    let mut detail = format!("result {:?}", run.result);
+    if let Some(code) = run.exit_code {
+        detail.push_str(&format!(", exit status {code}"));
+    }
+    if let Some(sig) = run.signal {
+        detail.push_str(&format!(", signal {sig}"));
+    }
+    let stderr = run.stderr_tail.trim();
+    if !stderr.is_empty() {
+        detail.push_str(": ");
+        detail.push_str(stderr);
+    }
+    Err(SandboxError::Unusable {
+        mode: run.sandbox,
+        detail,
+    })
+}
+
+/// Run `check_py` against `solution_code` under `policy`.
+///
+/// `Err` means the harness could not even try (temporary directory, missing
+/// `bwrap`/`setpriv`, spawn failure); everything that happens once the
+/// sandbox is spawned, including a sandbox that fails to start Python, is an
+/// `Ok` [`CheckRun`] (then with [`CheckResult::Error`]).
+pub fn run_check(
+    policy: &SandboxPolicy,
+    check_py: &str,
+    solution_code: &str,
+) -> Result<CheckRun, SandboxError> {
+    run_check_in(policy, &std::env::temp_dir(), check_py, solution_code)
+}
+
+/// The environment of the sandboxed process, and nothing else: `PATH`,
+/// `HOME` = `TMPDIR` = `workdir`, `LANG=C.UTF-8`,
+/// `PYTHONDONTWRITEBYTECODE=1`, `PYTHONHASHSEED=0`.
+///
+/// Nothing is taken from the harness's own environment, so API keys and
+/// tokens cannot reach the child. `TMPDIR` keeps `tempfile` inside the
+/// directory that is removed afterwards.
+pub fn child_env(workdir: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PATH", CHILD_PATH.to_string()),
+        ("HOME", workdir.to_string()),
+        ("TMPDIR", workdir.to_string()),
+        ("LANG", "C.UTF-8".to_string()),
+        ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+        ("PYTHONHASHSEED", "0".to_string()),
+    ]
+}
+
+/// [`run_check`] with the temporary directory made under `base`.
+fn run_check_in(
+    policy: &SandboxPolicy,
+    base: &Path,
+    check_py: &str,
+    solution_code: &str,
+) -> Result<CheckRun, SandboxError> {
+    let root = effective_uid().map_err(io_err("reading /proc/self/status"))? == 0;
+    let setpriv = if root {
+        Some(find_program("setpriv").ok_or(SandboxError::SetprivMissing)?)
+    } else {
+        None
+    };
+    let bwrap = match policy.mode {
+        SandboxMode::Bwrap => Some(find_program("bwrap").ok_or(SandboxError::BwrapMissing)?),
+        SandboxMode::None => None,
+    };
+
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let owner =
+        root.then(|| host_uid_for_run(std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
+    let work = WorkDir::create(base, owner)?;
+    work.write_file("check.py", check_py, owner)?;
+    work.write_file("solution.py", solution_code, owner)?;
+
+    let drop_to = setpriv.as_deref().zip(owner);
+    let (mut cmd, sandbox) = match &bwrap {
+        Some(bwrap) => (bwrap_command(policy, bwrap, drop_to, &work.path), "bwrap"),
+        None => (plain_command(policy, drop_to, &work.path), "none"),
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if bwrap.is_none() {
+        cmd.process_group(0);
+    }
+
+    let start = Instant::now();
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        // Only a direct interpreter spawn (plain mode, not root) gets here for
+        // a missing python: that is "python did not start", not a harness error.
+        Err(e) if bwrap.is_none() && setpriv.is_none() => {
+            return Ok(CheckRun {
+                result: CheckResult::Error,
+                exit_code: None,
+                signal: None,
+                duration_ms: 0,
+                stdout_tail: String::new(),
+                stderr_tail: format!("judge: cannot start {}: {e}\n", policy.python.display()),
+                stdout_bytes: 0,
+                stderr_bytes: 0,
+                sandbox,
+            });
+        }
+        Err(e) => {
+            let program = cmd.get_program().to_string_lossy().into_owned();
+            return Err(io_err(format!("starting {program}"))(e));
+        }
+    };
+    let mut guard = ChildGuard {
+        child,
+        group: bwrap.is_none(),
+        reaped: false,
+    };
+
+    let cap = policy.output_cap_bytes;
+    let stdout = guard.child.stdout.take().expect("stdout is piped");
+    let stderr = guard.child.stderr.take().expect("stderr is piped");
+    let (out_buf, out_thread) = spawn_reader(stdout, cap, "sandbox-stdout")?;
+    let (err_buf, err_thread) = spawn_reader(stderr, cap, "sandbox-stderr")?;
+
+    let deadline = start + policy.wall_timeout;
+    let mut nap = Duration::from_millis(1);
+    let (status, timed_out, ended) = loop {
+        if let Some(status) = guard
+            .child
+            .try_wait()
+            .map_err(io_err("waiting for the check"))?
+        {
+            guard.reaped = true;
+            break (status, false, Instant::now());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            guard.kill_all();
+            let status = guard.child.wait().map_err(io_err("reaping the check"))?;
+            guard.reaped = true;
+            break (status, true, now);
+        }
+        std::thread::sleep(nap.min(deadline - now));
+        nap = (nap * 2).min(Duration::from_millis(20));
+    };
+    let duration_ms = u64::try_from((ended - start).as_millis()).unwrap_or(u64::MAX);
+    if guard.group {
+        // Stragglers left in the process group (background children).
+        kill_group(guard.child.id());
+    }
+
+    let reader_deadline = Instant::now() + READER_GRACE;
+    for handle in [out_thread, err_thread] {
+        while !handle.is_finished() && Instant::now() < reader_deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if handle.is_finished() {
+            // A panicking reader only loses output; the buffer is still there.
+            let _ = handle.join();
+        }
+        // Otherwise an escaped descendant still holds the pipe (plain mode
+        // only): the thread is left to finish on its own.
+    }
+    let out = snapshot(&out_buf, cap, 0);
+    let launched = lock(&err_buf).head == LAUNCH_MARKER;
+    let err = snapshot(
+        &err_buf,
+        cap,
+        if launched { LAUNCH_MARKER.len() } else { 0 },
+    );
+
+    let (exit_code, signal) = decode_status(status, bwrap.is_some() && !timed_out);
+    let result = classify(
+        timed_out,
+        launched,
+        exit_code,
+        signal,
+        policy.cpu_secs,
+        duration_ms,
+    );
+    let mut stderr_tail = err.text;
+    if !launched && !timed_out {
+        stderr_tail.push_str(&format!(
+            "\njudge: python did not start inside the {sandbox} sandbox (status {status})\n"
+        ));
+    }
+    Ok(CheckRun {
+        result,
+        exit_code,
+        signal,
+        duration_ms,
+        stdout_tail: out.text,
+        stderr_tail,
+        stdout_bytes: out.total,
+        stderr_bytes: err.total,
+        sandbox,
+    })
+}
+
+/// Turn a raw status into (exit code, signal). With `bwrap_encoded`, a status
+/// 129..=192 is bwrap's report of signal `status - 128`.
+fn decode_status(status: ExitStatus, bwrap_encoded: bool) -> (Option<i32>, Option<i32>) {
+    if let Some(sig) = status.signal() {
+        return (None, Some(sig));
+    }
+    match status.code() {
+        Some(code) if bwrap_encoded && (129..=192).contains(&code) => (None, Some(code - 128)),
+        code => (code, None),
+    }
+}
+
+/// SIGKILL.
+const SIGKILL: i32 = 9;
+/// SIGXCPU (Linux, x86 and arm).
+const SIGXCPU: i32 = 24;
+
+/// The verdict from how the run ended (documented on [`CheckResult`]).
+fn classify(
+    timed_out: bool,
+    launched: bool,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    cpu_secs: u64,
+    duration_ms: u64,
+) -> CheckResult {
+    if timed_out {
+        return CheckResult::Timeout;
+    }
+    if !launched {
+        return CheckResult::Error;
+    }
+    match (signal, exit_code) {
+        (Some(SIGXCPU), _) => CheckResult::Timeout,
+        (Some(SIGKILL), _) if duration_ms >= cpu_secs.saturating_mul(1000) => CheckResult::Timeout,
+        (Some(_), _) => CheckResult::Error,
+        (None, Some(0)) => CheckResult::Pass,
+        (None, Some(_)) => CheckResult::Fail,
+        (None, None) => CheckResult::Error,
+    }
+}
+
+/// The launcher's arguments after `python -c LAUNCHER`.
+fn launcher_args(policy: &SandboxPolicy, nproc: u64) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "-c".into(),
+        LAUNCHER_SOURCE.get_or_init(launcher_source).into(),
+    ];
+    for n in [
+        policy.cpu_secs.max(1),
+        policy.memory_bytes,
+        policy.file_size_bytes,
+        nproc,
+        MAX_OPEN_FILES,
+    ] {
+        args.push(n.to_string().into());
+    }
+    args.push(policy.python.clone().into());
+    args.push("check.py".into());
+    args
+}
+
+/// [`LAUNCHER`] with the marker spelled in.
+static LAUNCHER_SOURCE: OnceLock<String> = OnceLock::new();
+
+/// Build the launcher's source: `MARKER` becomes a bytes literal.
+fn launcher_source() -> String {
+    let literal: String = LAUNCH_MARKER
+        .iter()
+        .map(|b| format!("\\x{b:02x}"))
+        .collect();
+    let source = LAUNCHER.replace("MARKER", &format!("b'{literal}'"));
+    debug_assert!(source.contains(&format!("_exit({LAUNCHER_FAILED})")));
+    source
+}
+
+/// `[setpriv …] python -c LAUNCHER …` in the host directory (plain mode);
+/// `drop_to` is `setpriv` and the uid to become, when the harness is root.
+fn plain_command(policy: &SandboxPolicy, drop_to: Option<(&Path, u32)>, workdir: &Path) -> Command {
+    // Not root: RLIMIT_NPROC would count all of the user's processes.
+    let nproc = if drop_to.is_some() {
+        policy.max_processes
+    } else {
+        0
+    };
+    let mut cmd = match drop_to {
+        Some((setpriv, uid)) => {
+            let mut c = Command::new(setpriv);
+            c.args(setpriv_args(uid)).arg(&policy.python);
+            c
+        }
+        None => Command::new(&policy.python),
+    };
+    cmd.args(launcher_args(policy, nproc))
+        .current_dir(workdir)
+        .env_clear()
+        .envs(child_env(&workdir.to_string_lossy()));
+    cmd
+}
+
+/// `setpriv` arguments (become `uid`:`uid`) up to and including `--`.
+fn setpriv_args(uid: u32) -> Vec<String> {
+    vec![
+        format!("--reuid={uid}"),
+        format!("--regid={uid}"),
+        "--clear-groups".into(),
+        "--no-new-privs".into(),
+        "--".into(),
+    ]
+}
+
+/// Optional bwrap flags, detected from `bwrap --help`.
+#[derive(Debug, Clone, Copy, Default)]
+struct BwrapFeatures {
+    /// `--size` for tmpfs (bubblewrap ≥ 0.5).
+    size: bool,
+    /// `--disable-userns` (bubblewrap ≥ 0.8).
+    disable_userns: bool,
+}
+
+/// Features of the bwrap at `path`, probed once per process.
+fn bwrap_features(path: &Path) -> BwrapFeatures {
+    static FEATURES: OnceLock<BwrapFeatures> = OnceLock::new();
+    *FEATURES.get_or_init(|| {
+        let Ok(out) = Command::new(path)
+            .arg("--help")
+            .env_clear()
+            .stdin(Stdio::null())
+            .output()
+        else {
+            return BwrapFeatures::default();
+        };
+        let help = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        BwrapFeatures {
+            size: help.contains("--size"),
+            disable_userns: help.contains("--disable-userns"),
+        }
+    })
+}
+
+/// The full `[setpriv …] bwrap … -- python -c LAUNCHER …` command.
+fn bwrap_command(
+    policy: &SandboxPolicy,
+    bwrap: &Path,
+    drop_to: Option<(&Path, u32)>,
+    host_dir: &Path,
+) -> Command {
+    let features = bwrap_features(bwrap);
+    let mut cmd = match drop_to {
+        Some((setpriv, uid)) => {
+            let mut c = Command::new(setpriv);
+            c.args(setpriv_args(uid)).arg(bwrap);
+            c
+        }
+        None => Command::new(bwrap),
+    };
+    cmd.args(bwrap_args(policy, features, host_dir))
+        .arg("--")
+        .arg(&policy.python)
+        .args(launcher_args(policy, policy.max_processes))
+        .env_clear();
+    cmd
+}
+
+/// bwrap's own arguments (namespaces, mounts, environment), without `--`.
+fn bwrap_args(policy: &SandboxPolicy, features: BwrapFeatures, host_dir: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
+    let uid = SANDBOX_UID.to_string();
+    push(&["--unshare-all", "--unshare-user"]);
+    if features.disable_userns {
+        push(&["--disable-userns"]);
+    }
+    push(&["--uid", &uid, "--gid", &uid, "--hostname", "sandbox"]);
+    push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    push(&["--ro-bind", "/usr", "/usr"]);
+    for dir in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(dir) {
+                    a.extend(["--symlink".into(), target.into(), dir.into()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => a.extend(["--ro-bind".into(), dir.into(), dir.into()]),
+            _ => {}
+        }
+    }
+    let mut etc: Vec<String> = [
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "passwd",
+        "group",
+        "nsswitch.conf",
+    ]
+    .iter()
+    .map(|s| format!("/etc/{s}"))
+    .collect();
+    if let Ok(entries) = std::fs::read_dir("/etc") {
+        let mut py: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| name.starts_with("python3"))
+            .map(|name| format!("/etc/{name}"))
+            .collect();
+        py.sort();
+        etc.extend(py);
+    }
+    for path in &etc {
+        a.extend(["--ro-bind-try".into(), path.into(), path.into()]);
+    }
+    a.extend(["--proc", "/proc", "--dev", "/dev", "--perms", "1777"].map(OsString::from));
+    if features.size {
+        a.extend([
+            "--size".into(),
+            policy.tmpfs_bytes.max(1 << 20).to_string().into(),
+        ]);
+    }
+    a.extend(["--tmpfs", "/tmp", "--dir", SANDBOX_WORKDIR].map(OsString::from));
+    for name in ["check.py", "solution.py"] {
+        a.push("--ro-bind".into());
+        a.push(host_dir.join(name).into());
+        a.push(format!("{SANDBOX_WORKDIR}/{name}").into());
+    }
+    a.extend(
+        [
+            "--remount-ro",
+            "/",
+            "--chdir",
+            SANDBOX_WORKDIR,
+            "--clearenv",
+        ]
+        .map(OsString::from),
+    );
+    for (key, value) in child_env(SANDBOX_WORKDIR) {
+        a.extend(["--setenv".into(), key.into(), value.into()]);
+    }
+    a
+}
+
+/// The spawned sandbox; kills it (and its group in plain mode) if dropped
+/// before it was reaped, e.g. on a panic or an early return.
+struct ChildGuard {
+    child: Child,
+    /// Plain mode: the child leads its own process group.
+    group: bool,
+    reaped: bool,
+}
+
+impl ChildGuard {
+    /// SIGKILL the child and, in plain mode, its whole process group. In bwrap
+    /// mode killing bwrap kills the pid namespace's init (`--die-with-parent`)
+    /// and with it every process of the sandbox.
+    fn kill_all(&mut self) {
+        if self.group {
+            kill_group(self.child.id());
+        }
+        // Fails only if it has already exited, which is fine.
+        let _ = self.child.kill();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill_all();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// SIGKILL process group `pgid` with kill(1) (std has no killpg).
+fn kill_group(pgid: u32) {
+    let kill = find_program("kill").unwrap_or_else(|| PathBuf::from("/bin/kill"));
+    let _ = Command::new(kill)
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The temporary host directory of one run; removed on drop.
+struct WorkDir {
+    path: PathBuf,
+}
+
+impl WorkDir {
+    /// Make a fresh directory under `base`, mode 0700, owned by `owner` when
+    /// given (the harness is root and the code runs as that uid).
+    fn create(base: &Path, owner: Option<u32>) -> Result<WorkDir, SandboxError> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for _ in 0..100 {
+            let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!(
+                "judge-check-{}-{seq}-{nanos:09}",
+                std::process::id()
+            ));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    let work = WorkDir { path };
+                    let path = &work.path;
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+                        .map_err(io_err(format!("chmod {}", path.display())))?;
+                    if let Some(uid) = owner {
+                        std::os::unix::fs::chown(path, Some(uid), Some(uid))
+                            .map_err(io_err(format!("chown {}", path.display())))?;
+                    }
+                    return Ok(work);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(io_err(format!(
+                        "creating a directory in {}",
+                        base.display()
+                    ))(e));
+                }
+            }
+        }
+        Err(SandboxError::Io {
+            context: format!("creating a directory in {}", base.display()),
+            source: io::Error::from(io::ErrorKind::AlreadyExists),
+        })
+    }
+
+    /// Write `name` (mode 0600, owned by `owner` when given).
+    fn write_file(
+        &self,
+        name: &str,
+        contents: &str,
+        owner: Option<u32>,
+    ) -> Result<(), SandboxError> {
+        let path = self.path.join(name);
+        let context = || format!("writing {}", path.display());
+        std::fs::write(&path, contents).map_err(io_err(context()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io_err(context()))?;
+        if let Some(uid) = owner {
+            std::os::unix::fs::chown(&path, Some(uid), Some(uid)).map_err(io_err(context()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if std::fs::remove_dir_all(&self.path).is_ok() {
+            return;
+        }
+        // The code may have made directories read-only (plain mode, not root):
+        // give them back their owner bits, then try again.
+        make_removable(&self.path);
+        match std::fs::remove_dir_all(&self.path) {
+            Err(e) if self.path.exists() => {
+                eprintln!("judge: could not remove {}: {e}", self.path.display());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// chmod u+rwx every directory under `path` (symlinks are not followed).
+fn make_removable(path: &Path) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let mode = meta.permissions().mode() | 0o700;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for entry in entries.flatten() {
+            make_removable(&entry.path());
+        }
+    }
+}
+
+/// What a reader thread has seen of one stream.
+#[derive(Debug, Default)]
+struct Capture {
+    /// The last bytes (at most twice the cap, trimmed to the cap on reading).
+    tail: Vec<u8>,
+    /// Bytes seen in all.
+    total: u64,
+    /// The first `LAUNCH_MARKER.len()` bytes.
+    head: Vec<u8>,
+}
+
+impl Capture {
+    /// Take in one chunk, keeping at most `cap` (+ slack) trailing bytes.
+    fn push(&mut self, chunk: &[u8], cap: usize) {
+        if self.head.len() < LAUNCH_MARKER.len() {
+            let need = LAUNCH_MARKER.len() - self.head.len();
+            self.head.extend_from_slice(&chunk[..need.min(chunk.len())]);
+        }
+        self.total += chunk.len() as u64;
+        let chunk = &chunk[chunk.len().saturating_sub(cap)..];
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > cap.saturating_mul(2).max(cap + 8192) {
+            let excess = self.tail.len() - cap;
+            self.tail.drain(..excess);
+        }
+    }
+}
+
+/// A stream's final text.
+struct Snapshot {
+    text: String,
+    /// Bytes in all, minus the stripped prefix.
+    total: u64,
+}
+
+/// Lock, ignoring poisoning (a panicked reader leaves a usable buffer).
+fn lock(m: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The last `cap` bytes as lossy UTF-8, without the stream's first `strip`
+/// bytes and without a character cut in half at the front.
+fn snapshot(buf: &Mutex<Capture>, cap: usize, strip: usize) -> Snapshot {
+    let c = lock(buf);
+    let mut bytes = &c.tail[c.tail.len().saturating_sub(cap)..];
+    let offset = c.total - bytes.len() as u64;
+    let strip = strip as u64;
+    if offset < strip {
+        bytes = &bytes[(strip - offset).min(bytes.len() as u64) as usize..];
+    }
+    if offset > strip {
+        // The front was cut at an arbitrary byte: drop a partial character.
+        let cut = bytes
+            .iter()
+            .take(3)
+            .take_while(|&&b| (0x80..0xc0).contains(&b))
+            .count();
+        bytes = &bytes[cut..];
+    }
+    Snapshot {
+        text: String::from_utf8_lossy(bytes).into_owned(),
+        total: c.total.saturating_sub(strip),
+    }
+}
+
+/// Read `src` to its end on a new thread into a shared [`Capture`].
+fn spawn_reader(
+    mut src: impl Read + Send + 'static,
+    cap: usize,
+    name: &str,
+) -> Result<(Arc<Mutex<Capture>>, JoinHandle<()>), SandboxError> {
+    let buf = Arc::new(Mutex::new(Capture::default()));
+    let shared = Arc::clone(&buf);
+    let handle = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let mut chunk = vec![0u8; 64 << 10];
+            loop {
+                match src.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => lock(&shared).push(&chunk[..n], cap),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })
+        .map_err(io_err("starting an output reader thread"))?;
+    Ok((buf, handle))
+}
+
+/// The absolute path of `name` on the harness's `PATH`, else in `/usr/bin`
+/// or `/bin`.
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/bin")])
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The harness's effective uid, from `/proc/self/status`.
+fn effective_uid() -> io::Result<u32> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|euid| euid.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Solution-side check: `import solution` runs the attack at import time.
+    const IMPORT_ONLY: &str = "import solution\n";
+
+    /// Whether the bwrap tests can run. bubblewrap missing is a failure unless
+    /// `JUDGE_TEST_NO_BWRAP=1` says to skip them.
+    fn bwrap_ok() -> bool {
+        if find_program("bwrap").is_some() {
+            return true;
+        }
+        if std::env::var("JUDGE_TEST_NO_BWRAP").is_ok_and(|v| v == "1") {
+            eprintln!("skipping a bwrap test: bubblewrap is not installed (JUDGE_TEST_NO_BWRAP=1)");
+            return false;
+        }
+        panic!(
+            "bubblewrap is not installed: `apt-get install bubblewrap`, \
+             or set JUDGE_TEST_NO_BWRAP=1 to skip the bwrap-mode tests"
+        );
+    }
+
+    fn is_root() -> bool {
+        effective_uid().unwrap() == 0
+    }
+
+    /// A short-fused policy for tests.
+    fn policy(mode: SandboxMode) -> SandboxPolicy {
+        SandboxPolicy {
+            mode,
+            cpu_secs: 5,
+            wall_timeout: Duration::from_secs(10),
+            ..SandboxPolicy::default()
+        }
+    }
+
+    /// A base directory the (possibly unprivileged) sandbox uid can traverse.
+    fn base() -> tempfile::TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix("judge-sandbox-test-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    /// Run and assert the per-run directory is gone afterwards.
+    fn run(policy: &SandboxPolicy, check: &str, solution: &str) -> CheckRun {
+        let base = base();
+        let run = run_check_in(policy, base.path(), check, solution).unwrap();
+        let left: Vec<_> = std::fs::read_dir(base.path()).unwrap().collect();
+        assert!(left.is_empty(), "work dir not removed: {left:?}");
+        run
+    }
+
+    /// A marker unique to this test run, to find stray processes by.
+    fn marker(tag: &str) -> String {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("judge-test-{tag}-{}-{nanos}", std::process::id())
+    }
+
+    /// Pids of host processes whose command line contains `needle`.
+    fn processes_with(needle: &str) -> Vec<u32> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if pid == std::process::id() {
+                continue;
+            }
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(needle) {
+                found.push(pid);
+            }
+        }
+        found
+    }
+
+    /// Wait (up to 3 s) for every process carrying `needle` to be gone.
+    fn assert_no_processes(needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let left = processes_with(needle);
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "leftover processes {left:?} for {needle}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn modes() -> Vec<SandboxMode> {
+        let mut m = vec![SandboxMode::None];
+        if bwrap_ok() {
+            m.push(SandboxMode::Bwrap);
+        }
+        m
+    }
+
+    // ---- pure parts -------------------------------------------------------
+
+    #[test]
+    fn default_policy_is_sensible() {
+        let p = SandboxPolicy::default();
+        assert_eq!(p.mode, SandboxMode::Bwrap);
+        assert_eq!(p.cpu_secs, 10);
+        assert_eq!(p.memory_bytes, 512 * 1024 * 1024);
+        assert_eq!(p.file_size_bytes, 16 * 1024 * 1024);
+        assert_eq!(p.max_processes, 64);
+        assert_eq!(p.wall_timeout, Duration::from_secs(20));
+        assert_eq!(p.output_cap_bytes, 64 * 1024);
+        assert!(default_parallelism() >= 1);
+    }
+
+    #[test]
+    fn child_env_is_only_the_allowlist() {
+        let env = child_env("/w");
+        let keys: Vec<&str> = env.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            keys,
+            [
+                "PATH",
+                "HOME",
+                "TMPDIR",
+                "LANG",
+                "PYTHONDONTWRITEBYTECODE",
+                "PYTHONHASHSEED"
+            ]
+        );
+        let get = |k: &str| env.iter().find(|(key, _)| *key == k).unwrap().1.clone();
+        assert_eq!(get("HOME"), "/w");
+        assert_eq!(get("TMPDIR"), "/w");
+        assert_eq!(get("LANG"), "C.UTF-8");
+        assert_eq!(get("PYTHONHASHSEED"), "0");
+        assert_eq!(get("PYTHONDONTWRITEBYTECODE"), "1");
+        // And the bwrap command line clears everything before setting them.
+        let args: Vec<String> = bwrap_args(
+            &SandboxPolicy::default(),
+            BwrapFeatures {
+                size: true,
+                disable_userns: true,
+            },
+            Path::new("/host/dir"),
+        )
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+        let clear = args.iter().position(|a| a == "--clearenv").unwrap();
+        let setenv: Vec<&String> = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| *a == "--setenv")
+            .map(|(i, _)| {
+                assert!(i > clear);
+                &args[i + 1]
+            })
+            .collect();
+        assert_eq!(setenv.len(), keys.len());
+    }
+
+    #[test]
+    fn bwrap_args_hide_the_host() {
+        let args: Vec<String> = bwrap_args(
+            &SandboxPolicy::default(),
+            BwrapFeatures {
+                size: true,
+                disable_userns: true,
+            },
+            Path::new("/host/dir"),
+        )
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+        let joined = args.join(" ");
+        for needed in [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--remount-ro /",
+            "--ro-bind /usr /usr",
+            "--tmpfs /tmp",
+            "--size 67108864",
+            "--ro-bind /host/dir/check.py /tmp/check/check.py",
+            "--chdir /tmp/check",
+        ] {
+            assert!(joined.contains(needed), "missing {needed} in {joined}");
+        }
+        assert!(!args.iter().any(|a| a == "--share-net" || a == "--bind"));
+        for hidden in ["/root", "/home", "/work", "/var"] {
+            assert!(!args.iter().any(|a| a == hidden), "{hidden} is mounted");
+        }
+    }
+
+    #[test]
+    fn classify_table() {
+        use CheckResult::*;
+        let c = |t, l, code, sig, ms| classify(t, l, code, sig, 10, ms);
+        assert_eq!(c(false, true, Some(0), None, 5), Pass);
+        assert_eq!(c(false, true, Some(1), None, 5), Fail);
+        assert_eq!(c(false, true, Some(2), None, 5), Fail);
+        assert_eq!(c(true, true, None, Some(9), 5), Timeout);
+        assert_eq!(c(true, false, None, Some(9), 5), Timeout);
+        assert_eq!(c(false, false, Some(1), None, 5), Error);
+        assert_eq!(c(false, false, Some(0), None, 5), Error);
+        assert_eq!(c(false, true, None, Some(SIGXCPU), 5), Timeout);
+        assert_eq!(c(false, true, None, Some(SIGKILL), 10_500), Timeout);
+        assert_eq!(c(false, true, None, Some(SIGKILL), 500), Error);
+        assert_eq!(c(false, true, None, Some(11), 500), Error);
+        assert_eq!(c(false, true, None, Some(25), 500), Error);
+    }
+
+    #[test]
+    fn decode_status_cases() {
+        let raw = |code: i32| ExitStatus::from_raw(code << 8);
+        assert_eq!(decode_status(raw(0), true), (Some(0), None));
+        assert_eq!(decode_status(raw(1), true), (Some(1), None));
+        assert_eq!(decode_status(raw(152), true), (None, Some(24)));
+        assert_eq!(decode_status(raw(152), false), (Some(152), None));
+        assert_eq!(decode_status(raw(128), true), (Some(128), None));
+        assert_eq!(
+            decode_status(ExitStatus::from_raw(9), true),
+            (None, Some(9))
+        );
+    }
+
+    #[test]
+    fn capture_keeps_a_bounded_tail() {
+        let m = Mutex::new(Capture::default());
+        let cap = 10;
+        for i in 0..10_000u32 {
+            lock(&m).push(format!("{i:05}\n").as_bytes(), cap);
+            assert!(lock(&m).tail.len() <= cap + 8192);
+        }
+        let s = snapshot(&m, cap, 0);
+        assert_eq!(s.text, "998\n09999\n");
+        assert_eq!(s.total, 60_000);
+        // A huge single chunk is cut before it is stored.
+        let m = Mutex::new(Capture::default());
+        lock(&m).push(&vec![b'a'; 1 << 20], 4);
+        assert_eq!(lock(&m).tail.len(), 4);
+        // Cap 0 keeps nothing but counts.
+        let m = Mutex::new(Capture::default());
+        lock(&m).push(b"abc", 0);
+        assert_eq!(snapshot(&m, 0, 0).text, "");
+        assert_eq!(snapshot(&m, 0, 0).total, 3);
+    }
+
+    #[test]
+    fn capture_strips_marker_and_partial_chars() {
+        let m = Mutex::new(Capture::default());
+        lock(&m).push(&LAUNCH_MARKER[..3], 100);
+        lock(&m).push(&LAUNCH_MARKER[3..], 100);
+        lock(&m).push("héllo".as_bytes(), 100);
+        assert_eq!(lock(&m).head, LAUNCH_MARKER);
+        let s = snapshot(&m, 100, LAUNCH_MARKER.len());
+        assert_eq!(s.text, "héllo");
+        assert_eq!(s.total, 6);
+        // The tail starts inside the marker: only the rest of it is dropped.
+        let s = snapshot(&m, 8, LAUNCH_MARKER.len());
+        assert_eq!(s.text, "héllo");
+        // The tail starts inside "é": the stray continuation byte goes.
+        let s = snapshot(&m, 5, LAUNCH_MARKER.len());
+        assert_eq!(s.text, "éllo");
+        let s = snapshot(&m, 4, LAUNCH_MARKER.len());
+        assert_eq!(s.text, "llo");
+    }
+
+    #[test]
+    fn launcher_source_embeds_the_marker() {
+        let src = launcher_source();
+        assert!(!src.contains("MARKER"));
+        assert!(src.contains("b'\\x1e\\x6a"));
+        let args = launcher_args(&SandboxPolicy::default(), 64);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args[0], "-c");
+        assert_eq!(
+            &args[2..],
+            [
+                "10",
+                "536870912",
+                "16777216",
+                "64",
+                "256",
+                "/usr/bin/python3",
+                "check.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn check_result_serialises_lowercase() {
+        assert_eq!(
+            serde_json::to_string(&CheckResult::Timeout).unwrap(),
+            "\"timeout\""
+        );
+        let back: CheckResult = serde_json::from_str("\"pass\"").unwrap();
+        assert_eq!(back, CheckResult::Pass);
+    }
+
+    // ---- end to end, both modes -------------------------------------------
+
+    #[test]
+    fn probe_works() {
+        if bwrap_ok() {
+            probe_bwrap().unwrap();
+        }
+        probe(&policy(SandboxMode::None)).unwrap();
+    }
+
+    #[test]
+    fn correct_passes_wrong_fails() {
+        let check =
+            "from solution import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n";
+        for mode in modes() {
+            let p = policy(mode);
+            let good = run(&p, check, "def add(a, b):\n    return a + b\n");
+            assert_eq!(good.result, CheckResult::Pass, "{mode:?}: {good:?}");
+            assert_eq!(good.exit_code, Some(0));
+            assert_eq!(good.stdout_tail, "ok\n");
+            assert_eq!(good.stderr_tail, "", "{mode:?}: marker must be stripped");
+            let want = if mode == SandboxMode::Bwrap {
+                "bwrap"
+            } else {
+                "none"
+            };
+            assert_eq!(good.sandbox, want);
+
+            let bad = run(&p, check, "def add(a, b):\n    return a - b\n");
+            assert_eq!(bad.result, CheckResult::Fail, "{mode:?}: {bad:?}");
+            assert_eq!(bad.exit_code, Some(1));
+            assert!(
+                bad.stderr_tail.contains("AssertionError: add is wrong"),
+                "{bad:?}"
+            );
+
+            let syntax = run(&p, check, "def add(a, b)\n    return a + b\n");
+            assert_eq!(syntax.result, CheckResult::Fail, "{mode:?}: {syntax:?}");
+            assert!(syntax.stderr_tail.contains("SyntaxError"), "{syntax:?}");
+
+            let exit3 = run(&p, "import sys\nsys.exit(3)\n", "");
+            assert_eq!(
+                (exit3.result, exit3.exit_code),
+                (CheckResult::Fail, Some(3))
+            );
+        }
+    }
+
+    #[test]
+    fn missing_python_is_an_error_with_the_reason() {
+        for mode in modes() {
+            let p = SandboxPolicy {
+                python: PathBuf::from("/usr/bin/python3-judge-missing"),
+                ..policy(mode)
+            };
+            let r = run(&p, IMPORT_ONLY, "");
+            assert_eq!(r.result, CheckResult::Error, "{mode:?}: {r:?}");
+            assert!(
+                r.stderr_tail.contains("python3-judge-missing"),
+                "{mode:?}: {r:?}"
+            );
+            assert!(
+                r.stderr_tail.contains("did not start") || r.stderr_tail.contains("cannot start")
+            );
+        }
+    }
+
+    #[test]
+    fn cpu_limit_is_a_timeout() {
+        for mode in modes() {
+            let p = SandboxPolicy {
+                cpu_secs: 1,
+                wall_timeout: Duration::from_secs(20),
+                ..policy(mode)
+            };
+            let r = run(&p, IMPORT_ONLY, "while True:\n    pass\n");
+            assert_eq!(r.result, CheckResult::Timeout, "{mode:?}: {r:?}");
+            // SIGXCPU, not the wall clock (which would report SIGKILL).
+            assert_eq!(r.signal, Some(SIGXCPU), "{mode:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn wall_clock_limit_is_a_timeout() {
+        for mode in modes() {
+            let p = SandboxPolicy {
+                wall_timeout: Duration::from_millis(1500),
+                ..policy(mode)
+            };
+            let start = Instant::now();
+            let r = run(
+                &p,
+                IMPORT_ONLY,
+                "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n",
+            );
+            assert_eq!(r.result, CheckResult::Timeout, "{mode:?}: {r:?}");
+            assert_eq!(r.signal, Some(SIGKILL));
+            assert_eq!(r.stdout_tail, "sleeping\n");
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                start.elapsed()
+            );
+        }
+    }
+
+    #[test]
+    fn huge_output_keeps_only_the_tail() {
+        let solution = "import sys\nchunk = b'x' * (1 << 20)\nfor _ in range(100):\n    \
+                        sys.stdout.buffer.write(chunk)\nsys.stdout.buffer.write(b'\\nEND\\n')\n\
+                        sys.stderr.write('e' * 200000 + 'DONE')\n";
+        for mode in modes() {
+            let p = policy(mode);
+            let r = run(&p, IMPORT_ONLY, solution);
+            assert_eq!(
+                r.result,
+                CheckResult::Pass,
+                "{mode:?}: {:?}",
+                r.stderr_tail.get(..200)
+            );
+            assert!(r.stdout_tail.len() <= p.output_cap_bytes);
+            assert!(r.stdout_tail.ends_with("xxx\nEND\n"));
+            assert_eq!(r.stdout_bytes, 100 * (1 << 20) + 5);
+            assert!(r.stderr_tail.len() <= p.output_cap_bytes);
+            assert!(r.stderr_tail.ends_with("eeeDONE"));
+            assert_eq!(r.stderr_bytes, 200_004);
+        }
+    }
+
+    #[test]
+    fn file_size_limit_stops_a_gigabyte_write() {
+        let solution = "chunk = b'\\0' * (1 << 20)\nwith open('big.bin', 'wb') as f:\n    \
+                        for _ in range(1024):\n        f.write(chunk)\n";
+        for mode in modes() {
+            let p = SandboxPolicy {
+                file_size_bytes: 4 << 20,
+                ..policy(mode)
+            };
+            let r = run(&p, IMPORT_ONLY, solution);
+            assert_eq!(r.result, CheckResult::Fail, "{mode:?}: {r:?}");
+            assert!(r.stderr_tail.contains("File too large"), "{mode:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn secret_in_parent_env_does_not_reach_child() {
+        let helper = format!("{}::env_helper", module_path!().split_once("::").unwrap().1);
+        for mode in modes() {
+            let out = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    &helper,
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("JUDGE_TEST_SECRET_KEY", "sk-test-judge-7f3a9c")
+                .env("JUDGE_TEST_HELPER_MODE", format!("{mode:?}"))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{mode:?}:\n{stdout}\n{stderr}");
+            assert!(
+                stdout.contains("1 passed"),
+                "{mode:?} helper did not run:\n{stdout}"
+            );
+        }
+    }
+
+    /// Run by `secret_in_parent_env_does_not_reach_child` in a child process
+    /// whose environment carries the secret (so no `set_var` is needed here).
+    #[test]
+    #[ignore = "helper: run by secret_in_parent_env_does_not_reach_child"]
+    fn env_helper() {
+        let Ok(secret) = std::env::var("JUDGE_TEST_SECRET_KEY") else {
+            eprintln!("env_helper does nothing unless started by its parent test");
+            return;
+        };
+        let mode = match std::env::var("JUDGE_TEST_HELPER_MODE").unwrap().as_str() {
+            "Bwrap" => SandboxMode::Bwrap,
+            _ => SandboxMode::None,
+        };
+        // The code looks everywhere it could: its environ, and its parents'.
+        let solution = r#"import os
+print(sorted(os.environ.items()))
+pid = os.getpid()
+while pid > 1:
+    try:
+        print(pid, open('/proc/%d/environ' % pid, 'rb').read())
+    except OSError as e:
+        print(pid, 'unreadable', e)
+    try:
+        pid = int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])
+    except OSError:
+        break
+"#;
+        let r = run(&policy(mode), IMPORT_ONLY, solution);
+        assert_eq!(r.result, CheckResult::Pass, "{r:?}");
+        assert!(r.stdout_tail.contains("PYTHONHASHSEED"), "{r:?}");
+        let can_read_parent = mode == SandboxMode::None && !is_root();
+        if can_read_parent {
+            eprintln!("plain mode, not root: the harness's /proc/<pid>/environ is readable");
+        } else {
+            assert!(
+                !r.stdout_tail.contains(&secret),
+                "secret leaked: {}",
+                r.stdout_tail
+            );
+            assert!(!r.stderr_tail.contains(&secret));
+        }
+        let env_line = r.stdout_tail.lines().next().unwrap();
+        assert!(!env_line.contains(&secret));
+        assert!(!env_line.contains("JUDGE_TEST"), "{env_line}");
+    }
+
+    #[test]
+    fn nproc_limit_is_enforced() {
+        let solution = "import os, time\nn = 0\nfor _ in range(200):\n    try:\n        \
+                        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        \
+                        time.sleep(2)\n        os._exit(0)\n    n += 1\nprint('forked', n)\n";
+        for mode in modes() {
+            if mode == SandboxMode::None && !is_root() {
+                continue; // not set in plain mode unless the code runs as its own uid
+            }
+            let p = SandboxPolicy {
+                max_processes: 20,
+                ..policy(mode)
+            };
+            let r = run(&p, IMPORT_ONLY, solution);
+            assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+            let n: u32 = r
+                .stdout_tail
+                .trim()
+                .strip_prefix("forked ")
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..20).contains(&n), "{mode:?}: forked {n}");
+        }
+    }
+
+    #[test]
+    fn fork_bomb_is_contained() {
+        for mode in modes() {
+            if mode == SandboxMode::None && !is_root() {
+                continue; // no RLIMIT_NPROC: would be a real fork bomb
+            }
+            let tag = marker("forkbomb");
+            let solution = format!(
+                "import os, sys\nos.execv(sys.executable, [sys.executable, '-c', \
+                 'import os\\nwhile True:\\n    try:\\n        os.fork()\\n    \
+                 except OSError:\\n        pass\\n', '{tag}'])\n"
+            );
+            let p = SandboxPolicy {
+                cpu_secs: 2,
+                max_processes: 32,
+                wall_timeout: Duration::from_secs(2),
+                ..policy(mode)
+            };
+            let start = Instant::now();
+            let r = run(&p, IMPORT_ONLY, &solution);
+            assert!(
+                start.elapsed() < Duration::from_secs(6),
+                "{:?}",
+                start.elapsed()
+            );
+            assert!(
+                matches!(r.result, CheckResult::Timeout | CheckResult::Fail),
+                "{mode:?}: {r:?}"
+            );
+            assert_no_processes(&tag);
+        }
+    }
+
+    #[test]
+    fn background_children_die_with_the_check() {
+        // bwrap: the pid namespace goes; plain: the process group is killed,
+        // and a setsid'd child cannot hold the run open.
+        for mode in modes() {
+            let tag = marker("daemon");
+            let solution = format!(
+                "import subprocess, sys\n\
+                 subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', '{tag}'])\n\
+                 subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3)', '{tag}-s'],\n\
+                 \x20   start_new_session=True)\nprint('spawned')\n"
+            );
+            let start = Instant::now();
+            let r = run(&policy(mode), IMPORT_ONLY, &solution);
+            assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+            assert!(
+                start.elapsed() < Duration::from_secs(6),
+                "{:?}",
+                start.elapsed()
+            );
+            if mode == SandboxMode::Bwrap {
+                assert_no_processes(&tag);
+            } else {
+                // The same-group child is killed; the setsid one outlives the
+                // run (documented) and exits on its own after 3 s.
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while !processes_with(&format!("{tag}\0")).is_empty() {
+                    assert!(Instant::now() < deadline, "group child survived");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn read_only_leftovers_are_removed() {
+        let solution = "import os\nos.makedirs('ro/sub')\nopen('ro/sub/f', 'w').write('x')\n\
+                        os.chmod('ro/sub', 0o500)\nos.chmod('ro', 0o500)\nos.chmod('.', 0o500)\n";
+        for mode in modes() {
+            let r = run(&policy(mode), IMPORT_ONLY, solution);
+            assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+        }
+    }
+
+    // ---- bwrap-only containment -------------------------------------------
+
+    #[test]
+    fn bwrap_no_network_even_to_host_loopback() {
+        if !bwrap_ok() {
+            return;
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let solution = format!(
+            "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n\
+             print('CONNECTED')\n"
+        );
+        let r = run(&policy(SandboxMode::Bwrap), IMPORT_ONLY, &solution);
+        assert_eq!(r.result, CheckResult::Fail, "{r:?}");
+        assert!(!r.stdout_tail.contains("CONNECTED"));
+        assert!(
+            r.stderr_tail.contains("Connection refused")
+                || r.stderr_tail.contains("Network is unreachable"),
+            "{r:?}"
+        );
+        match listener.accept() {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            other => panic!("the host listener got something: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bwrap_writes_outside_never_reach_the_host() {
+        if !bwrap_ok() {
+            return;
+        }
+        let tag = marker("escape");
+        let base = base();
+        let here = std::env::current_dir().unwrap();
+        let targets: Vec<PathBuf> = [
+            PathBuf::from("/tmp"),
+            PathBuf::from("/root"),
+            PathBuf::from("/work"),
+            PathBuf::from("/home"),
+            PathBuf::from("/usr"),
+            PathBuf::from("/etc"),
+            std::env::temp_dir(),
+            base.path().to_path_buf(),
+            here,
+        ]
+        .into_iter()
+        .map(|d| d.join(&tag))
+        .collect();
+        let list: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{:?}", t.display().to_string()))
+            .collect();
+        let solution = format!(
+            "import os\nfor p in [{}]:\n    try:\n        os.makedirs(os.path.dirname(p), exist_ok=True)\n        \
+             open(p, 'w').write('pwned')\n        print('wrote', p)\n    except OSError as e:\n        \
+             print('blocked', p, e)\n\
+             for p in ['/root', '/home', '/work', '/var', '/etc/shadow', '/etc/hostname', '/sys']:\n    \
+             print('visible', p, os.path.exists(p))\n\
+             try:\n    open('check.py', 'a').write('#')\n    print('check.py writable')\n\
+             except OSError as e:\n    print('check.py read-only', e)\n",
+            list.join(", ")
+        );
+        let r = run_check_in(
+            &policy(SandboxMode::Bwrap),
+            base.path(),
+            IMPORT_ONLY,
+            &solution,
+        )
+        .unwrap();
+        let mut leaked = Vec::new();
+        for t in &targets {
+            if t.exists() {
+                leaked.push(t.clone());
+                let _ = std::fs::remove_file(t);
+            }
+        }
+        assert!(leaked.is_empty(), "escaped writes: {leaked:?}\n{r:?}");
+        assert_eq!(r.result, CheckResult::Pass, "{r:?}");
+        for p in [
+            "/root",
+            "/home",
+            "/work",
+            "/var",
+            "/etc/shadow",
+            "/etc/hostname",
+            "/sys",
+        ] {
+            assert!(
+                r.stdout_tail.contains(&format!("visible {p} False")),
+                "{p}: {}",
+                r.stdout_tail
+            );
+        }
+        assert!(
+            r.stdout_tail.contains("check.py read-only"),
+            "{}",
+            r.stdout_tail
+        );
+        assert!(std::fs::read_dir(base.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn bwrap_tmpfs_is_size_capped() {
+        if !bwrap_ok() {
+            return;
+        }
+        let p = SandboxPolicy {
+            tmpfs_bytes: 8 << 20,
+            file_size_bytes: 2 << 20,
+            ..policy(SandboxMode::Bwrap)
+        };
+        let solution = "chunk = b'\\0' * ((2 << 20) - 1)\nfor i in range(100):\n    \
+                        open('/tmp/f%d' % i, 'wb').write(chunk)\n";
+        let r = run(&p, IMPORT_ONLY, solution);
+        assert_eq!(r.result, CheckResult::Fail, "{r:?}");
+        assert!(r.stderr_tail.contains("No space left on device"), "{r:?}");
+    }
+
+    #[test]
+    fn bwrap_runs_unprivileged_without_nested_namespaces() {
+        if !bwrap_ok() {
+            return;
+        }
+        let solution = "import os, subprocess\nprint('uid', os.getuid(), os.geteuid())\n\
+                        print('caps', [l for l in open('/proc/self/status') if l.startswith('CapEff')])\n\
+                        r = subprocess.run(['unshare', '--user', 'true'], capture_output=True)\n\
+                        print('unshare', r.returncode)\nprint('pids', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n";
+        let r = run(&policy(SandboxMode::Bwrap), IMPORT_ONLY, solution);
+        assert_eq!(r.result, CheckResult::Pass, "{r:?}");
+        assert!(
+            r.stdout_tail.contains("uid 65534 65534"),
+            "{}",
+            r.stdout_tail
+        );
+        assert!(
+            r.stdout_tail.contains("CapEff:\\t0000000000000000"),
+            "{}",
+            r.stdout_tail
+        );
+        assert!(!r.stdout_tail.contains("unshare 0"), "{}", r.stdout_tail);
+        // Only the sandbox's own processes are visible (bwrap init, python, child).
+        let pids = r
+            .stdout_tail
+            .lines()
+            .find(|l| l.starts_with("pids"))
+            .unwrap();
+        assert!(pids.len() < 40, "{pids}");
+    }
+}

@@ -1,0 +1,229 @@
+//! Tests of the bootstrap: reference fixture, determinism across threads and invariants.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use serde::Deserialize;
+
+use super::*;
+use crate::stats::bradley_terry::fit_bradley_terry;
+use crate::stats::counts::Outcome;
+use crate::stats::test_support::{ModelNames, Row, read_fixture, synthetic_rows};
+
+#[derive(Deserialize)]
+struct Fixture {
+    prior: f64,
+    models: Vec<String>,
+    comparisons: Vec<Row>,
+    expected: BTreeMap<String, Expected>,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    win_rate: f64,
+    win_rate_ci: [f64; 2],
+}
+
+/// Builds the input and the full-data fit.
+fn prepare(
+    p: usize,
+    rows: &[(usize, usize, Outcome, usize)],
+    prior: f64,
+) -> (BootstrapInput, BtFit) {
+    let input = BootstrapInput::from_rows(p, rows.iter().copied()).expect("valid rows");
+    let fit = fit_bradley_terry(input.counts(), prior, None).expect("fit");
+    (input, fit)
+}
+
+fn run(
+    input: &BootstrapInput,
+    fit: &BtFit,
+    unit: BootstrapUnit,
+    seed: u64,
+    threads: usize,
+) -> BootstrapResult {
+    bootstrap(input, unit, 0.1, 1000, seed, threads, fit).expect("bootstrap")
+}
+
+#[test]
+fn matches_bootstrap_fixture_for_several_seeds() {
+    let fx: Fixture = read_fixture("bootstrap.json");
+    let names = ModelNames::new(&fx.models);
+    let mut tasks = BTreeMap::new();
+    let rows: Vec<_> = fx
+        .comparisons
+        .iter()
+        .map(|r| {
+            let (a, b, o) = names.row(r);
+            let next = tasks.len();
+            let task = *tasks.entry(r.question_id.clone()).or_insert(next);
+            (a, b, o, task)
+        })
+        .collect();
+    let (input, fit) = prepare(names.len(), &rows, fx.prior);
+    let mut max_err: f64 = 0.0;
+    for seed in [0, 1, 2024, u64::MAX] {
+        let result = bootstrap(
+            &input,
+            BootstrapUnit::Comparison,
+            fx.prior,
+            1000,
+            seed,
+            2,
+            &fit,
+        )
+        .expect("bootstrap");
+        for (name, want) in &fx.expected {
+            let i = names.index(name);
+            assert!(
+                (fit.win_rate[i] - want.win_rate).abs() < 1e-7,
+                "{name} point estimate"
+            );
+            let ci = result.win_rate[i];
+            let err = (ci.lo - want.win_rate_ci[0])
+                .abs()
+                .max((ci.hi - want.win_rate_ci[1]).abs());
+            assert!(
+                err <= 0.02,
+                "seed {seed} {name}: {ci:?} vs {:?}",
+                want.win_rate_ci
+            );
+            max_err = max_err.max(err);
+        }
+    }
+    eprintln!("bootstrap.json: max bound error {max_err:.4} over 4 seeds");
+}
+
+#[test]
+fn result_is_identical_for_any_thread_count() {
+    let rows = synthetic_rows(5, 600, 40);
+    let (input, fit) = prepare(5, &rows, 0.1);
+    for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+        let one = run(&input, &fit, unit, 11, 1);
+        assert_eq!(one, run(&input, &fit, unit, 11, 2));
+        assert_eq!(one, run(&input, &fit, unit, 11, 3));
+        assert_eq!(one, run(&input, &fit, unit, 11, 0));
+        assert_ne!(one, run(&input, &fit, unit, 12, 2));
+    }
+}
+
+#[test]
+fn quadrupling_rows_halves_interval_widths() {
+    let base = synthetic_rows(5, 2000, 100);
+    // Each row four times, as four separate tasks, so both units see 4× the data.
+    let quad: Vec<_> = (0..4)
+        .flat_map(|copy| {
+            base.iter()
+                .map(move |&(a, b, o, t)| (a, b, o, t + copy * 100))
+        })
+        .collect();
+    let (small, small_fit) = prepare(5, &base, 0.1);
+    let (large, large_fit) = prepare(5, &quad, 0.1);
+    for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+        let w1 = run(&small, &small_fit, unit, 5, 2);
+        let w4 = run(&large, &large_fit, unit, 5, 2);
+        for i in 0..5 {
+            for (name, a, b) in [
+                ("rating", w1.rating[i], w4.rating[i]),
+                ("win rate", w1.win_rate[i], w4.win_rate[i]),
+            ] {
+                let ratio = b.width() / a.width();
+                assert!(
+                    (0.375..=0.625).contains(&ratio),
+                    "{unit:?} {name} model {i}: ratio {ratio}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn task_unit_with_one_row_per_task_agrees_with_comparison_unit() {
+    let rows = synthetic_rows(4, 1200, 1200);
+    let (input, fit) = prepare(4, &rows, 0.1);
+    let by_row = run(&input, &fit, BootstrapUnit::Comparison, 3, 2);
+    let by_task = run(&input, &fit, BootstrapUnit::Task, 3, 2);
+    for (a, b) in by_row.win_rate.iter().zip(&by_task.win_rate) {
+        assert!(
+            (a.lo - b.lo).abs() < 0.015 && (a.hi - b.hi).abs() < 0.015,
+            "{a:?} vs {b:?}"
+        );
+    }
+}
+
+#[test]
+fn clustered_tasks_widen_the_task_interval() {
+    // Each task repeats one comparison 8 times: the task bootstrap sees 8× fewer
+    // independent units, so its intervals are about sqrt(8) wider.
+    let base = synthetic_rows(4, 300, 300);
+    let rows: Vec<_> = base
+        .iter()
+        .flat_map(|&row| std::iter::repeat_n(row, 8))
+        .collect();
+    let (input, fit) = prepare(4, &rows, 0.1);
+    let by_row = run(&input, &fit, BootstrapUnit::Comparison, 3, 2);
+    let by_task = run(&input, &fit, BootstrapUnit::Task, 3, 2);
+    for (a, b) in by_row.win_rate.iter().zip(&by_task.win_rate) {
+        let ratio = b.width() / a.width();
+        assert!((2.2..=3.6).contains(&ratio), "ratio {ratio}");
+    }
+}
+
+#[test]
+fn degenerate_inputs() {
+    let (input, fit) = prepare(3, &[], 0.1);
+    let result = run(&input, &fit, BootstrapUnit::Comparison, 1, 2);
+    assert!(
+        result
+            .win_rate
+            .iter()
+            .all(|ci| ci.lo == 0.5 && ci.hi == 0.5)
+    );
+    let (empty, empty_fit) = prepare(0, &[], 0.1);
+    assert!(
+        run(&empty, &empty_fit, BootstrapUnit::Task, 1, 2)
+            .rating
+            .is_empty()
+    );
+    assert_eq!(
+        bootstrap(&input, BootstrapUnit::Task, 0.1, 0, 1, 1, &fit),
+        Err(StatsError::NoResamples)
+    );
+    let wrong = BtFit::from_theta(vec![0.0; 2], 0);
+    assert!(matches!(
+        bootstrap(&input, BootstrapUnit::Task, 0.1, 10, 1, 1, &wrong),
+        Err(StatsError::LengthMismatch { .. })
+    ));
+}
+
+fn dataset() -> impl Strategy<Value = (usize, Vec<(usize, usize, Outcome, usize)>)> {
+    (3usize..6, 300usize..600, any::<u64>()).prop_map(|(p, n, salt)| {
+        let rows = synthetic_rows(p, n + (salt % 97) as usize, 30)
+            .into_iter()
+            .enumerate()
+            .map(|(k, (a, b, o, t))| {
+                // Flip a salt-chosen subset of outcomes to vary the data between cases.
+                let flip = (salt.rotate_left(k as u32 % 64) ^ k as u64) % 7 == 0;
+                (a, b, if flip { o.swapped() } else { o }, t)
+            })
+            .collect();
+        (p, rows)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Percentile intervals contain the full-data estimate, for both units.
+    #[test]
+    fn intervals_contain_point_estimate((p, rows) in dataset(), seed in any::<u64>()) {
+        let (input, fit) = prepare(p, &rows, 0.1);
+        for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+            let result = run(&input, &fit, unit, seed, 2);
+            for i in 0..p {
+                prop_assert!(result.rating[i].contains(fit.rating[i]), "{:?} rating {}", unit, i);
+                prop_assert!(result.win_rate[i].contains(fit.win_rate[i]), "{:?} win rate {}", unit, i);
+            }
+        }
+    }
+}

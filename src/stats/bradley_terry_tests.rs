@@ -1,0 +1,201 @@
+//! Tests of the Bradley–Terry fit: reference fixture, edge cases and invariants.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use serde::Deserialize;
+
+use super::*;
+use crate::stats::counts::Outcome;
+use crate::stats::test_support::{ModelNames, Row, read_fixture};
+
+#[derive(Deserialize)]
+struct Fixture {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    prior: f64,
+    models: Vec<String>,
+    comparisons: Vec<Row>,
+    expected: BTreeMap<String, Expected>,
+    tolerance: Tolerance,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    theta: f64,
+    rating: f64,
+    win_rate: f64,
+}
+
+#[derive(Deserialize)]
+struct Tolerance {
+    theta: f64,
+    rating: f64,
+    win_rate: f64,
+}
+
+fn counts_of(n_models: usize, rows: &[(usize, usize, Outcome)]) -> PairCounts {
+    let mut counts = PairCounts::new(n_models);
+    for &(a, b, o) in rows {
+        counts.add(a, b, o).expect("valid row");
+    }
+    counts
+}
+
+#[test]
+fn matches_bradley_terry_fixture() {
+    let fx: Fixture = read_fixture("bradley_terry.json");
+    for case in &fx.cases {
+        let names = ModelNames::new(&case.models);
+        let rows: Vec<_> = case.comparisons.iter().map(|r| names.row(r)).collect();
+        let fit = fit_bradley_terry(&counts_of(names.len(), &rows), case.prior, None)
+            .expect("fit converges");
+        let mut err = [0.0_f64; 3];
+        for (name, want) in &case.expected {
+            let i = names.index(name);
+            err[0] = err[0].max((fit.theta[i] - want.theta).abs());
+            err[1] = err[1].max((fit.rating[i] - want.rating).abs());
+            err[2] = err[2].max((fit.win_rate[i] - want.win_rate).abs());
+        }
+        eprintln!(
+            "bradley_terry.json {}: max error theta {:e}, rating {:e}, win rate {:e} ({} iterations)",
+            case.name, err[0], err[1], err[2], fit.iterations
+        );
+        assert!(
+            err[0] <= case.tolerance.theta,
+            "{} theta {}",
+            case.name,
+            err[0]
+        );
+        assert!(
+            err[1] <= case.tolerance.rating,
+            "{} rating {}",
+            case.name,
+            err[1]
+        );
+        assert!(
+            err[2] <= case.tolerance.win_rate,
+            "{} win rate {}",
+            case.name,
+            err[2]
+        );
+    }
+}
+
+#[test]
+fn warm_start_reaches_the_same_optimum() {
+    let fx: Fixture = read_fixture("bradley_terry.json");
+    let case = fx
+        .cases
+        .iter()
+        .find(|c| c.models.len() == 20)
+        .expect("a 20-model case");
+    let names = ModelNames::new(&case.models);
+    let rows: Vec<_> = case.comparisons.iter().map(|r| names.row(r)).collect();
+    let counts = counts_of(names.len(), &rows);
+    let cold = fit_bradley_terry(&counts, case.prior, None).expect("fit");
+    let start: Vec<f64> = cold.theta.iter().map(|t| t * 0.9 + 0.05).collect();
+    let warm = fit_bradley_terry(&counts, case.prior, Some(&start)).expect("fit");
+    for (a, b) in cold.theta.iter().zip(&warm.theta) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+    assert!(warm.iterations <= cold.iterations);
+}
+
+#[test]
+fn edge_cases_have_defined_answers() {
+    let one = fit_bradley_terry(&PairCounts::new(1), DEFAULT_PRIOR, None).expect("fit");
+    assert_eq!(
+        (one.theta.clone(), one.rating.clone(), one.win_rate.clone()),
+        (vec![0.0], vec![1000.0], vec![0.5])
+    );
+    let none = fit_bradley_terry(&PairCounts::new(3), DEFAULT_PRIOR, None).expect("fit");
+    assert_eq!(none.theta, vec![0.0; 3]);
+    assert_eq!(none.win_rate, vec![0.5; 3]);
+    let empty = fit_bradley_terry(&PairCounts::new(0), DEFAULT_PRIOR, None).expect("fit");
+    assert!(empty.theta.is_empty());
+    // Model 2 never plays: the prior holds it at exactly 0.
+    let fit = fit_bradley_terry(&counts_of(3, &[(0, 1, Outcome::AWins)]), 0.1, None).expect("fit");
+    assert_eq!(fit.theta[2], 0.0);
+    assert!(fit.theta[0] > 0.0 && (fit.theta[0] + fit.theta[1]).abs() < 1e-15);
+}
+
+#[test]
+fn rejects_bad_prior_and_warm_start() {
+    let counts = PairCounts::new(2);
+    for prior in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            fit_bradley_terry(&counts, prior, None),
+            Err(StatsError::InvalidPrior { .. })
+        ));
+    }
+    assert!(matches!(
+        fit_bradley_terry(&counts, 0.1, Some(&[0.0])),
+        Err(StatsError::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        fit_bradley_terry(&counts, 0.1, Some(&[0.0, f64::NAN])),
+        Err(StatsError::NonFinite { .. })
+    ));
+}
+
+#[test]
+fn win_rates_and_ratings_follow_their_formulas() {
+    let theta = [0.5, 0.0, -0.5];
+    let rates = win_rates(&theta);
+    let expected0 = (sigmoid(0.5) + sigmoid(1.0)) / 2.0;
+    assert!((rates[0] - expected0).abs() < 1e-15);
+    assert!((rates.iter().sum::<f64>() - 1.5).abs() < 1e-15);
+    assert!((rating_from_theta(std::f64::consts::LN_10) - 1400.0).abs() < 1e-9);
+}
+
+fn outcome_strategy() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        Just(Outcome::AWins),
+        Just(Outcome::BWins),
+        Just(Outcome::Tie),
+        Just(Outcome::BothBad)
+    ]
+}
+
+fn rows_strategy() -> impl Strategy<Value = (usize, Vec<(usize, usize, Outcome)>)> {
+    (2usize..7).prop_flat_map(|p| {
+        let row = (0..p, 1..p, outcome_strategy()).prop_map(move |(a, d, o)| (a, (a + d) % p, o));
+        (Just(p), prop::collection::vec(row, 0..80))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Shuffling rows and swapping sides (with the outcome) leave the fit unchanged; Σθ = 0.
+    #[test]
+    fn fit_is_invariant_to_row_order_and_sides(
+        (p, rows) in rows_strategy(),
+        prior in 0.01f64..2.0,
+        swap_mask in any::<u64>(),
+        rotation in any::<usize>(),
+    ) {
+        let base = fit_bradley_terry(&counts_of(p, &rows), prior, None).expect("fit");
+        let mut changed: Vec<_> = rows
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, b, o))| if swap_mask >> (k % 64) & 1 == 1 { (b, a, o.swapped()) } else { (a, b, o) })
+            .collect();
+        changed.reverse();
+        if !changed.is_empty() {
+            let len = changed.len();
+            changed.rotate_left(rotation % len);
+        }
+        let other = fit_bradley_terry(&counts_of(p, &changed), prior, None).expect("fit");
+        for (x, y) in base.rating.iter().zip(&other.rating) {
+            prop_assert!((x - y).abs() < 1e-9, "{} vs {}", x, y);
+        }
+        let sum: f64 = base.theta.iter().sum();
+        prop_assert!(sum.abs() < 1e-10, "sum of theta {}", sum);
+    }
+}

@@ -1,0 +1,35 @@
+//! The statistics core (DESIGN.md §5): Bradley–Terry, bootstrap intervals, Elo, tied ranks,
+//! Wilson intervals and Cohen's kappa. Plain f64 code: no I/O, no clock, no global RNG —
+//! seeds and thread counts are passed in.
+
+mod binomial;
+mod bootstrap;
+mod bootstrap_input;
+mod bradley_terry;
+mod counts;
+mod elo;
+mod error;
+mod interval;
+mod kappa;
+mod linalg;
+mod ranks;
+mod wilson;
+
+#[cfg(test)]
+mod test_support;
+
+pub use bootstrap::{BootstrapResult, BootstrapUnit, DEFAULT_RESAMPLES, bootstrap};
+pub use bootstrap_input::{BootstrapInput, BootstrapInputBuilder};
+pub use bradley_terry::{
+    BtFit, DEFAULT_PRIOR, RATING_BASE, RATING_SCALE, fit_bradley_terry, rating_from_theta, sigmoid,
+    win_rates,
+};
+pub use counts::{Outcome, PairCounts, PairTally};
+pub use elo::{ELO_ESTABLISHED_MATCHES, ELO_K_ESTABLISHED, ELO_K_NEW, ELO_START, EloEntry, elo};
+pub use error::StatsError;
+pub use interval::{
+    Interval, LOWER_QUANTILE, UPPER_QUANTILE, percentile_interval, quantile_sorted,
+};
+pub use kappa::{LabelCategory, agreement, cohen_kappa, kappa_bootstrap};
+pub use ranks::{rank_groups, tied_ranks};
+pub use wilson::{WILSON_Z, wilson_interval};
