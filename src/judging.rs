@@ -4,6 +4,7 @@
 
 use crate::prompt::Order;
 use crate::records::{ComparisonRecord, Winner};
+use crate::stats::{LabelCategory, agreement, cohen_kappa};
 use crate::verdict::Verdict;
 
 /// The family of the built-in execution judge.
@@ -82,6 +83,61 @@ pub fn flip_rate<'a>(comparisons: impl IntoIterator<Item = &'a ComparisonRecord>
     (judged > 0).then(|| flipped as f64 / judged as f64)
 }
 
+/// A comparison's outcome as a label category; `None` when failed.
+pub fn winner_category(w: Winner) -> Option<LabelCategory> {
+    match w {
+        Winner::ModelA => Some(LabelCategory::A),
+        Winner::ModelB => Some(LabelCategory::B),
+        Winner::Tie => Some(LabelCategory::Tie),
+        Winner::BothBad => Some(LabelCategory::BothBad),
+        Winner::Failed => None,
+    }
+}
+
+/// Agreement between two judges over the comparisons both decided themselves (not by a
+/// failed generation, not failed): the number of such items, the agreement rate and Cohen's
+/// kappa over {A better, B better, tie, both bad}.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct JudgeAgreement {
+    pub judge_1: String,
+    pub judge_2: String,
+    pub items: usize,
+    pub agreement: Option<f64>,
+    pub kappa: Option<f64>,
+}
+
+/// [`JudgeAgreement`] of judges `j1` and `j2`.
+pub fn judge_agreement(comparisons: &[ComparisonRecord], j1: &str, j2: &str) -> JudgeAgreement {
+    use std::collections::BTreeMap;
+    let decided = |judge: &str| -> BTreeMap<(&str, &str, &str), LabelCategory> {
+        comparisons
+            .iter()
+            .filter(|c| c.judge == judge && !c.by_failure)
+            .filter_map(|c| {
+                Some((
+                    (c.task.as_str(), c.model_a.as_str(), c.model_b.as_str()),
+                    winner_category(c.winner)?,
+                ))
+            })
+            .collect()
+    };
+    let (a, b) = (decided(j1), decided(j2));
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for (key, ca) in &a {
+        if let Some(cb) = b.get(key) {
+            x.push(*ca);
+            y.push(*cb);
+        }
+    }
+    JudgeAgreement {
+        judge_1: j1.to_string(),
+        judge_2: j2.to_string(),
+        items: x.len(),
+        agreement: agreement(&x, &y).expect("equal lengths by construction"),
+        kappa: cohen_kappa(&x, &y).expect("equal lengths by construction"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +206,33 @@ mod tests {
         ];
         assert_eq!(flip_rate(&rows), Some(0.5));
         assert_eq!(flip_rate(&rows[2..]), None);
+    }
+
+    #[test]
+    fn judges_agree_on_shared_decided_items() {
+        let c = |judge: &str, task: &str, winner, by_failure| ComparisonRecord {
+            task: task.into(),
+            judge: judge.into(),
+            model_a: "a".into(),
+            model_b: "b".into(),
+            winner,
+            flipped: false,
+            by_failure,
+        };
+        let rows = [
+            c("x", "t1", Winner::ModelA, false),
+            c("y", "t1", Winner::ModelA, false),
+            c("x", "t2", Winner::ModelB, false),
+            c("y", "t2", Winner::Tie, false),
+            c("x", "t3", Winner::ModelA, true),
+            c("y", "t3", Winner::ModelA, true),
+            c("x", "t4", Winner::Failed, false),
+            c("y", "t4", Winner::ModelA, false),
+        ];
+        let a = judge_agreement(&rows, "x", "y");
+        assert_eq!(a.items, 2);
+        assert_eq!(a.agreement, Some(0.5));
+        // p_o = 0.5; x = (A, B), y = (A, Tie): p_e = 0.5·1.0 = 0.5 → κ = 0.
+        assert_eq!(a.kappa, Some(0.0));
     }
 }

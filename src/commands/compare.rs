@@ -20,7 +20,9 @@ use crate::engine::run_dir::{
 };
 use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
 use crate::error::{JudgeError, Outcome};
-use crate::judging::{EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict};
+use crate::judging::{
+    EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict, judge_agreement,
+};
 use crate::prompt::{
     Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
 };
@@ -527,6 +529,12 @@ fn finish(
     write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
 
     let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
+    let mut agreements = Vec::new();
+    for (i, j1) in judge_ids.iter().enumerate() {
+        for j2 in &judge_ids[i + 1..] {
+            agreements.push(judge_agreement(&comparisons, j1, j2));
+        }
+    }
     manifest.extra.insert(
         "compare".into(),
         json!({
@@ -537,6 +545,7 @@ fn finish(
             "prompt_sha256": ctx.prompt_sha256,
             "judge_max_tokens": ctx.config.run.judge_max_tokens,
             "judge_temperature": 0.0,
+            "judge_agreement": agreements,
             "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
         }),
     );
@@ -550,6 +559,17 @@ fn finish(
         "{}",
         compare_summary(&judge_ids, &ours, &new_records, &comparisons)
     );
+    for a in &agreements {
+        let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| crate::report::fmt_float(v, 3));
+        eprintln!(
+            "judges {} vs {}: {} shared comparisons, agreement {}, Cohen's kappa {}",
+            a.judge_1,
+            a.judge_2,
+            a.items,
+            f(a.agreement),
+            f(a.kappa)
+        );
+    }
     eprintln!(
         "run `{}`: {} comparisons in {}",
         run_dir.name(),

@@ -1,0 +1,177 @@
+//! `judge check` end to end, in the real bubblewrap sandbox, and the exec judge on its results.
+
+use crate::common::{Project, TEST_KEY, copy_tree, repo_root, text};
+
+/// A temp copy of the shipped offline default with a generated run `offline`.
+fn offline_run() -> (Project, usize) {
+    let p = Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let out = p.run(&["generate", "--run", "offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let tasks = std::fs::read_dir(p.path().join("suites/python-pitfalls/tasks"))
+        .unwrap()
+        .count();
+    (p, tasks)
+}
+
+fn model_row<'a>(report: &'a serde_json::Value, model: &str) -> &'a serde_json::Value {
+    report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == model)
+        .unwrap()
+}
+
+/// Self-test of the shipped suite: every reference answer passes its hidden test and every
+/// plausible answer fails it, so each check separates the right answer from the trap.
+#[test]
+fn shipped_suite_checks_separate_reference_from_plausible() {
+    let (p, tasks) = offline_run();
+    let out = p.run(&["check", "--run", "offline", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let passed = |m: &str| model_row(&report, m)["passed"].as_u64().unwrap() as usize;
+    let records = p.jsonl("runs/offline/checks.jsonl");
+    let failing: Vec<String> = records
+        .iter()
+        .filter(|r| (r["model"] == "reference" || r["model"] == "verbose") && r["result"] != "pass")
+        .map(|r| {
+            format!(
+                "{} {}: {} {}",
+                r["model"], r["task"], r["result"], r["stdout_tail"]
+            )
+        })
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "reference/verbose answers must pass: {failing:#?}"
+    );
+    let passing: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["model"] == "plausible" && r["result"] == "pass")
+        .map(|r| &r["task"])
+        .collect();
+    assert!(
+        passing.is_empty(),
+        "plausible answers must fail: {passing:?}"
+    );
+    assert_eq!(
+        (passed("reference"), passed("verbose"), passed("plausible")),
+        (tasks, tasks, 0)
+    );
+    let partial = passed("partial");
+    assert!(
+        partial > 0 && partial < tasks,
+        "partial is a mix: {partial}/{tasks}"
+    );
+    assert_eq!(records.len(), tasks * 4);
+    assert!(records.iter().all(|r| r["sandbox"] == "bwrap"));
+    let ci = model_row(&report, "plausible");
+    assert_eq!(ci["ci_low"], 0.0);
+    assert!(
+        ci["ci_high"].as_f64().unwrap() > 0.0,
+        "Wilson upper bound above 0 at 0 passes"
+    );
+
+    // A rerun is served from the check cache.
+    let out = p.run(&["check", "--run", "offline", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        csv.starts_with("model,passed,total,pass_rate,ci_low,ci_high"),
+        "{csv}"
+    );
+    assert_eq!(
+        p.jsonl("runs/offline/checks.jsonl"),
+        records,
+        "nothing changes on a rerun"
+    );
+
+    // The execution judge decides from these results: reference beats plausible everywhere.
+    let out = p.run(&["compare", "--run", "offline", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let comparisons = p.jsonl("runs/offline/comparisons.jsonl");
+    let ref_vs_plausible: Vec<&serde_json::Value> = comparisons
+        .iter()
+        .filter(|c| c["model_a"] == "reference" && c["model_b"] == "plausible")
+        .collect();
+    assert_eq!(ref_vs_plausible.len(), tasks);
+    assert!(
+        ref_vs_plausible
+            .iter()
+            .all(|c| c["winner"] == "model_a" && c["flipped"] == false)
+    );
+    assert!(
+        comparisons
+            .iter()
+            .filter(|c| c["model_a"] == "reference" && c["model_b"] == "verbose")
+            .all(|c| c["winner"] == "tie")
+    );
+    assert!(
+        !p.path().join("runs/offline/judgments.jsonl").exists()
+            || p.jsonl("runs/offline/judgments.jsonl").is_empty(),
+        "exec makes no calls"
+    );
+}
+
+fn one_task_project(answer: &str, check: &str) -> Project {
+    let p = Project::with_suite(
+        1,
+        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n\n[[models]]\nid = \"m\"\nprovider = \"answers\"\nmodel = \"set\"\nfamily = \"f\"\n",
+    );
+    p.write("suites/demo/tasks/t01/check.py", check);
+    p.write("suites/demo/answers/set/t01.md", answer);
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    p
+}
+
+#[test]
+fn secrets_in_the_parent_environment_do_not_reach_the_check() {
+    let answer = "```python\nimport os\nfor k, v in os.environ.items():\n    print(k, v)\n```";
+    let p = one_task_project(answer, "import solution\n");
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let records = p.read("runs/r/checks.jsonl");
+    assert!(
+        records.contains("PATH"),
+        "the check ran and printed its environment: {records}"
+    );
+    assert!(
+        !records.contains(TEST_KEY),
+        "the API key leaked into the sandbox"
+    );
+}
+
+#[test]
+fn no_sandbox_is_loud_and_recorded() {
+    let p = one_task_project(
+        "```python\nx = 1\n```",
+        "import solution\nassert solution.x == 1\n",
+    );
+    let out = p.run(&["check", "--run", "r", "--no-sandbox"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UNCONFINED"));
+    let rec = &p.jsonl("runs/r/checks.jsonl")[0];
+    assert_eq!(rec["sandbox"], "none");
+    assert_eq!(rec["result"], "pass");
+}
+
+#[test]
+fn infinite_loop_times_out_and_is_recorded() {
+    let p = one_task_project("```python\nwhile True:\n    pass\n```", "import solution\n");
+    let out = p.run(&["check", "--run", "r", "--timeout-secs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rec = &p.jsonl("runs/r/checks.jsonl")[0];
+    assert_eq!(rec["result"], "timeout");
+}
+
+#[test]
+fn reply_without_code_is_no_code() {
+    let p = one_task_project("I can't help with that request.", "import solution\n");
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/checks.jsonl")[0]["result"], "no_code");
+}
