@@ -67,6 +67,20 @@ pub enum Command {
     /// runs/<run>/checks.jsonl (cached: a rerun is instant); per-model pass rates with 95%
     /// Wilson intervals go to stdout.
     Check(CheckArgs),
+
+    /// Fit Bradley–Terry to the comparisons and print a leaderboard with 95% bootstrap
+    /// intervals; models whose win-rate intervals overlap share a rank.
+    ///
+    /// Ties count half a win; both-bad and failed comparisons are excluded from the fit but
+    /// counted. With --run, the run also gets leaderboard.{json,csv,md}. The same seed gives
+    /// the same output, byte for byte.
+    Rank(RankArgs),
+
+    /// generate → compare → rank in one go, printing the leaderboard.
+    ///
+    /// On the shipped judge.toml (hand-written answer sets and the execution judge) it runs
+    /// with no network and no key. Judges: --judge, else every [[judges]] entry, else `exec`.
+    Run(RunArgs),
 }
 
 /// `judge generate`.
@@ -135,4 +149,118 @@ pub struct CheckArgs {
     /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// What the bootstrap resamples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnitArg {
+    /// Comparison rows, with replacement.
+    Comparison,
+    /// Tasks (cluster bootstrap): each drawn task brings all its comparisons.
+    Task,
+}
+
+impl From<UnitArg> for crate::stats::BootstrapUnit {
+    fn from(u: UnitArg) -> Self {
+        match u {
+            UnitArg::Comparison => crate::stats::BootstrapUnit::Comparison,
+            UnitArg::Task => crate::stats::BootstrapUnit::Task,
+        }
+    }
+}
+
+/// `judge rank`.
+#[derive(Debug, Args)]
+pub struct RankArgs {
+    /// Rank the comparisons of this run (runs/<run>/comparisons.jsonl).
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "comparisons",
+        required_unless_present = "comparisons"
+    )]
+    pub run: Option<String>,
+
+    /// Rank battles from a JSON Lines file in the Chatbot Arena convention: {"model_a",
+    /// "model_b", "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "question_id"?}.
+    #[arg(long, value_name = "FILE")]
+    pub comparisons: Option<PathBuf>,
+
+    /// With --run: the judge whose comparisons to rank (needed when the run has several).
+    #[arg(long, value_name = "ID")]
+    pub judge: Option<String>,
+
+    /// L2 prior λ on the strengths: keeps ratings finite when a model wins every match.
+    #[arg(long, default_value_t = 0.1, value_name = "LAMBDA")]
+    pub prior: f64,
+
+    /// Bootstrap resamples (at least 1000 unless --allow-few-resamples).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub resamples: usize,
+
+    /// Allow fewer than 1000 resamples (intervals become unreliable).
+    #[arg(long)]
+    pub allow_few_resamples: bool,
+
+    /// Bootstrap seed. Default: the run's seed from judge.toml, or 0 for --comparisons.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// What the bootstrap resamples.
+    #[arg(long, value_enum, default_value = "comparison")]
+    pub bootstrap_unit: UnitArg,
+
+    /// Print the judge prompt read back out of the run, then the leaderboard.
+    #[arg(long)]
+    pub show_prompt: bool,
+
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+
+    /// Write the leaderboard to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `judge run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Run name (a folder under runs/); an existing run is resumed. Default:
+    /// `<suite>-<UTC yyyymmdd-hhmmss>`.
+    #[arg(long, value_name = "NAME")]
+    pub run: Option<String>,
+
+    /// Only these models (repeatable). Default: every model.
+    #[arg(long = "model", value_name = "ID")]
+    pub models: Vec<String>,
+
+    /// Judges (repeatable; a leaderboard is printed for each). Default: every [[judges]]
+    /// entry, or `exec` when none is configured.
+    #[arg(long = "judge", value_name = "ID")]
+    pub judges: Vec<String>,
+
+    /// When resuming, also retry failed outputs and failed judge calls.
+    #[arg(long)]
+    pub retry_failed: bool,
+
+    /// L2 prior λ of the Bradley–Terry fit.
+    #[arg(long, default_value_t = 0.1, value_name = "LAMBDA")]
+    pub prior: f64,
+
+    /// Bootstrap resamples (at least 1000 unless --allow-few-resamples).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub resamples: usize,
+
+    /// Allow fewer than 1000 resamples.
+    #[arg(long)]
+    pub allow_few_resamples: bool,
+
+    /// What the bootstrap resamples.
+    #[arg(long, value_enum, default_value = "comparison")]
+    pub bootstrap_unit: UnitArg,
+
+    /// Leaderboard format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
 }

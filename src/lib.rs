@@ -11,6 +11,7 @@ pub mod extract;
 pub mod judging;
 pub mod prompt;
 pub mod provider;
+pub mod ranking;
 pub mod records;
 pub mod report;
 pub mod sandbox;

@@ -4,6 +4,8 @@
 pub mod check;
 pub mod compare;
 pub mod generate;
+pub mod rank;
+pub mod run;
 
 use crate::cli::{Cli, Command};
 use crate::error::Outcome;
@@ -14,5 +16,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Generate(args) => generate::run(&cli, args),
         Command::Compare(args) => compare::run(&cli, args),
         Command::Check(args) => check::run(&cli, args),
+        Command::Rank(args) => rank::run(&cli, args),
+        Command::Run(args) => run::run(&cli, args),
     }
 }

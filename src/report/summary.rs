@@ -115,7 +115,11 @@ pub fn compare_summary(
                 .to_string(),
             comps.len().to_string(),
             flipped.to_string(),
-            flip_rate(comps.iter().copied()).map_or("n/a".into(), |r| format!("{r:.3}")),
+            if *judge == crate::judging::EXEC_JUDGE {
+                "n/a".into()
+            } else {
+                flip_rate(comps.iter().copied()).map_or("n/a".into(), |r| format!("{r:.3}"))
+            },
             match (calls_made, cost) {
                 (false, _) => "-".into(),
                 (true, Some(c)) => format_usd(c),
@@ -128,6 +132,11 @@ pub fn compare_summary(
 
 /// Left-aligns the first column, right-aligns the rest, two spaces between columns.
 pub fn render_table(rows: &[Vec<String>]) -> String {
+    render_table_aligned(rows, 1)
+}
+
+/// Left-aligns the first `left` columns, right-aligns the rest, two spaces between columns.
+pub fn render_table_aligned(rows: &[Vec<String>], left: usize) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -144,7 +153,7 @@ pub fn render_table(rows: &[Vec<String>]) -> String {
             .iter()
             .enumerate()
             .map(|(c, s)| {
-                if c == 0 {
+                if c < left {
                     format!("{s:<w$}", w = widths[c])
                 } else {
                     format!("{s:>w$}", w = widths[c])

@@ -1,0 +1,386 @@
+//! `judge rank`: comparisons (from a run, or a Chatbot-Arena-style JSONL file streamed row by
+//! row) → Bradley–Terry leaderboard with bootstrap intervals and tied ranks.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::cli::{Cli, RankArgs};
+use crate::commands::check::load_run;
+use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
+use crate::config::load_config;
+use crate::engine::run_dir::{RunDir, read_jsonl_repairing};
+use crate::error::{JudgeError, Outcome};
+use crate::judging::{EXEC_JUDGE, flip_rate};
+use crate::ranking::{RankParams, Row, RowOutcome, rank};
+use crate::records::{ComparisonRecord, JudgmentRecord, OutputRecord, Winner};
+use crate::report::leaderboard::{Header, Leaderboard, render_leaderboard};
+use crate::report::{Format, write_stdout_or_file};
+use crate::stats::{BootstrapUnit, Outcome as StatOutcome};
+
+/// Seed used for `--comparisons` input when `--seed` is not given.
+pub const DEFAULT_SEED: u64 = 0;
+/// Fewest resamples allowed without `--allow-few-resamples`.
+pub const MIN_RESAMPLES: usize = 1000;
+
+/// Rows ready to rank, with what the header needs.
+pub struct RankInput {
+    pub models: Vec<String>,
+    pub rows: Vec<Row>,
+    pub costs: Vec<(Option<f64>, bool)>,
+    pub header: Header,
+}
+
+/// Runs `judge rank`.
+pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
+    if args.resamples < MIN_RESAMPLES && !args.allow_few_resamples {
+        return Err(JudgeError::usage(format!(
+            "--resamples {} is below {MIN_RESAMPLES}; percentile intervals need at least {MIN_RESAMPLES} (pass --allow-few-resamples for a quick look)",
+            args.resamples
+        ))
+        .into());
+    }
+    if !(args.prior.is_finite() && args.prior > 0.0) {
+        return Err(JudgeError::usage(format!(
+            "--prior {} must be a number greater than 0",
+            args.prior
+        ))
+        .into());
+    }
+    let (input, run_dir, prompt) = match (&args.run, &args.comparisons) {
+        (Some(run), None) => {
+            let (input, run_dir, prompt) = from_run(cli, run, args)?;
+            (input, Some(run_dir), prompt)
+        }
+        (None, Some(file)) => (from_file(file, args)?, None, None),
+        _ => {
+            return Err(
+                JudgeError::usage("give exactly one of --run NAME or --comparisons FILE").into(),
+            );
+        }
+    };
+    if args.show_prompt {
+        let text = match (&run_dir, prompt) {
+            (Some(_), Some(text)) => text,
+            (Some(_), None) => {
+                "(this judge uses no prompt: the execution judge decides from check results)\n"
+                    .into()
+            }
+            (None, _) => {
+                return Err(JudgeError::usage(
+                    "--show-prompt needs --run (a comparisons file carries no prompt)",
+                )
+                .into());
+            }
+        };
+        write_stdout_or_file(format!("{text}\n").as_bytes(), None)?;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let params = RankParams {
+        prior: args.prior,
+        resamples: args.resamples,
+        seed: input.header.seed,
+        unit: args.bootstrap_unit.into(),
+        threads,
+    };
+    let fitted = rank(&input.models, &input.rows, params, &input.costs)
+        .map_err(|e| JudgeError::usage(format!("cannot rank {}: {e}", input.header.source)))?;
+    for w in &fitted.warnings {
+        eprintln!("warning: {w}");
+    }
+    let board = Leaderboard::new(input.header, fitted);
+    if let Some(dir) = &run_dir {
+        for (ext, format) in [
+            ("json", Format::Json),
+            ("csv", Format::Csv),
+            ("md", Format::Md),
+        ] {
+            let path = dir.file(&format!("leaderboard.{ext}"));
+            crate::cache::write_atomic(&path, &render_leaderboard(&board, format))
+                .with_context(|| format!("failed to write `{}`", path.display()))?;
+        }
+    }
+    write_stdout_or_file(
+        &render_leaderboard(&board, args.format),
+        args.output.as_deref(),
+    )?;
+    Ok(Outcome::Success)
+}
+
+/// Reads a run's comparisons for one judge.
+fn from_run(
+    cli: &Cli,
+    run: &str,
+    args: &RankArgs,
+) -> anyhow::Result<(RankInput, RunDir, Option<String>)> {
+    let config = load_config(&cli.config)?;
+    let (mut run_dir, manifest, suite, outputs) = load_run(&config, run)?;
+    let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
+    if comparisons.is_empty() {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has no comparisons yet; run `judge compare --run {run}` first"
+        ))
+        .into());
+    }
+    let judge = pick_judge(&comparisons, args.judge.as_deref(), run)?;
+    let mine: Vec<&ComparisonRecord> = comparisons.iter().filter(|c| c.judge == judge).collect();
+    let present: std::collections::BTreeSet<&str> =
+        outputs.iter().map(|o| o.model.as_str()).collect();
+    let model_cfgs: Vec<_> = manifest
+        .models
+        .iter()
+        .filter(|m| present.contains(m.id.as_str()))
+        .collect();
+    let models: Vec<String> = model_cfgs.iter().map(|m| m.id.clone()).collect();
+    let index: HashMap<&str, u32> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.as_str(), i as u32))
+        .collect();
+    let tasks: HashMap<&str, u32> = suite
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i as u32))
+        .collect();
+    let mut rows = Vec::with_capacity(mine.len());
+    for c in &mine {
+        let (Some(&a), Some(&b)) = (index.get(c.model_a.as_str()), index.get(c.model_b.as_str()))
+        else {
+            continue;
+        };
+        let outcome = match c.winner {
+            Winner::ModelA => RowOutcome::Rated(StatOutcome::AWins),
+            Winner::ModelB => RowOutcome::Rated(StatOutcome::BWins),
+            Winner::Tie => RowOutcome::Rated(StatOutcome::Tie),
+            Winner::BothBad => RowOutcome::Rated(StatOutcome::BothBad),
+            Winner::Failed => RowOutcome::Failed,
+        };
+        rows.push(Row {
+            a,
+            b,
+            outcome,
+            task: tasks.get(c.task.as_str()).copied().unwrap_or(u32::MAX),
+        });
+    }
+    let costs = model_cfgs
+        .iter()
+        .map(|m| {
+            (
+                output_cost(&outputs, &m.id),
+                m.price_input_per_mtok.is_some(),
+            )
+        })
+        .collect();
+    let prompt_sha256 = (judge != EXEC_JUDGE)
+        .then(|| {
+            let judgments: Vec<JudgmentRecord> =
+                read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE)).ok()?;
+            judgments
+                .into_iter()
+                .find(|j| j.judge == judge)
+                .map(|j| j.prompt_sha256)
+        })
+        .flatten();
+    let prompt = match &prompt_sha256 {
+        Some(sha) => {
+            let path = run_dir.file(&format!("prompts/{sha}.md"));
+            Some(
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("failed to read `{}`", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let header = Header {
+        source: format!("run {run}"),
+        order_flip_rate: if judge == EXEC_JUDGE {
+            None
+        } else {
+            flip_rate(mine.iter().copied())
+        },
+        judge: Some(judge),
+        prompt_sha256,
+        seed: args.seed.unwrap_or(manifest.seed),
+        resamples: args.resamples,
+        unit: args.bootstrap_unit.into(),
+        prior: args.prior,
+    };
+    run_dir.create_and_lock()?;
+    Ok((
+        RankInput {
+            models,
+            rows,
+            costs,
+            header,
+        },
+        run_dir,
+        prompt,
+    ))
+}
+
+fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {
+    outputs
+        .iter()
+        .filter(|o| o.model == model)
+        .map(|o| o.cost_usd)
+        .sum()
+}
+
+fn pick_judge(
+    comparisons: &[ComparisonRecord],
+    wanted: Option<&str>,
+    run: &str,
+) -> anyhow::Result<String> {
+    let mut judges: Vec<&str> = comparisons.iter().map(|c| c.judge.as_str()).collect();
+    judges.sort_unstable();
+    judges.dedup();
+    match wanted {
+        Some(j) if judges.contains(&j) => Ok(j.to_string()),
+        Some(j) => Err(JudgeError::usage(format!(
+            "run `{run}` has no comparisons by judge `{j}` (judges: {})",
+            judges.join(", ")
+        ))
+        .into()),
+        None if judges.len() == 1 => Ok(judges[0].to_string()),
+        None => Err(JudgeError::usage(format!(
+            "run `{run}` has comparisons from several judges ({}); pick one with --judge",
+            judges.join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// A row of a Chatbot-Arena-style battles file; other fields are ignored.
+#[derive(Deserialize)]
+struct ArenaRow<'a> {
+    #[serde(borrow)]
+    model_a: Cow<'a, str>,
+    #[serde(borrow)]
+    model_b: Cow<'a, str>,
+    #[serde(borrow)]
+    winner: Cow<'a, str>,
+    #[serde(borrow, default)]
+    question_id: Option<Cow<'a, str>>,
+}
+
+/// Streams a battles file (JSON Lines) into compact rows; memory grows with models and tasks,
+/// and 16 bytes per row.
+pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        JudgeError::usage(format!(
+            "cannot read comparisons file `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    let (models, rows) = parse_battles(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        path,
+        args.bootstrap_unit.into(),
+    )?;
+    let header = Header {
+        source: path.display().to_string(),
+        judge: None,
+        prompt_sha256: None,
+        order_flip_rate: None,
+        seed: args.seed.unwrap_or(DEFAULT_SEED),
+        resamples: args.resamples,
+        unit: args.bootstrap_unit.into(),
+        prior: args.prior,
+    };
+    Ok(RankInput {
+        costs: vec![(None, false); models.len()],
+        models,
+        rows,
+        header,
+    })
+}
+
+/// Parses battles from a reader: model names interned in order of first appearance.
+pub fn parse_battles(
+    mut reader: impl BufRead,
+    path: &Path,
+    unit: BootstrapUnit,
+) -> anyhow::Result<(Vec<String>, Vec<Row>)> {
+    let mut models: Vec<String> = Vec::new();
+    let mut model_index: HashMap<String, u32> = HashMap::new();
+    let mut task_index: HashMap<String, u32> = HashMap::new();
+    let mut rows = Vec::new();
+    let mut line = String::new();
+    let mut line_no = 0usize;
+    let bad = |line_no: usize, msg: String| -> anyhow::Error {
+        JudgeError::usage(format!("{}:{line_no}: {msg}", path.display())).into()
+    };
+    loop {
+        line.clear();
+        if reader
+            .read_line(&mut line)
+            .with_context(|| format!("failed to read `{}`", path.display()))?
+            == 0
+        {
+            break;
+        }
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: ArenaRow = serde_json::from_str(&line).map_err(|e| {
+            bad(line_no, format!("not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"))
+        })?;
+        let outcome = match r.winner.as_ref() {
+            "model_a" => StatOutcome::AWins,
+            "model_b" => StatOutcome::BWins,
+            "tie" => StatOutcome::Tie,
+            "tie (bothbad)" | "both_bad" => StatOutcome::BothBad,
+            other => {
+                return Err(bad(
+                    line_no,
+                    format!(
+                        "unknown winner `{other}` (expected model_a, model_b, tie or \"tie (bothbad)\")"
+                    ),
+                ));
+            }
+        };
+        if r.model_a == r.model_b {
+            return Err(bad(
+                line_no,
+                format!("model `{}` is compared with itself", r.model_a),
+            ));
+        }
+        let mut intern = |name: &str| -> u32 {
+            if let Some(&i) = model_index.get(name) {
+                return i;
+            }
+            let i = models.len() as u32;
+            models.push(name.to_string());
+            model_index.insert(name.to_string(), i);
+            i
+        };
+        let (a, b) = (intern(&r.model_a), intern(&r.model_b));
+        let task = match r.question_id {
+            Some(q) => match task_index.get(q.as_ref()) {
+                Some(&t) => t,
+                None => {
+                    let t = task_index.len() as u32;
+                    task_index.insert(q.into_owned(), t);
+                    t
+                }
+            },
+            None if unit == BootstrapUnit::Task => {
+                return Err(bad(line_no, "no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into()));
+            }
+            None => u32::MAX,
+        };
+        rows.push(Row {
+            a,
+            b,
+            outcome: RowOutcome::Rated(outcome),
+            task,
+        });
+    }
+    Ok((models, rows))
+}

@@ -1,0 +1,73 @@
+//! `judge run`: generate → compare → rank in one command, printing the leaderboard. On the
+//! shipped offline default (answer sets + the execution judge) it needs no network and no key.
+
+use crate::cli::Cli;
+use crate::cli::{CompareArgs, GenerateArgs, RankArgs, RunArgs};
+use crate::commands::{compare, generate, rank};
+use crate::config::load_config;
+use crate::error::Outcome;
+use crate::judging::EXEC_JUDGE;
+use crate::time::UtcDateTime;
+
+/// Runs the pipeline. Failed items are data: each step still runs, and the exit code is 1 if
+/// any step had failures.
+pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
+    let config = load_config(&cli.config)?;
+    let run_name = args.run.clone().unwrap_or_else(|| {
+        let now = UtcDateTime::from_system(std::time::SystemTime::now());
+        format!("{}-{}", config.run.suite, now.compact())
+    });
+    let generated = generate::run(
+        cli,
+        &GenerateArgs {
+            run: Some(run_name.clone()),
+            models: args.models.clone(),
+            refresh: false,
+            retry_failed: args.retry_failed,
+        },
+    )?;
+    let judges = if !args.judges.is_empty() {
+        args.judges.clone()
+    } else if !config.judges.is_empty() {
+        config.judges.iter().map(|j| j.id.clone()).collect()
+    } else {
+        vec![EXEC_JUDGE.to_string()]
+    };
+    let compared = compare::run(
+        cli,
+        &CompareArgs {
+            run: run_name.clone(),
+            judges: judges.clone(),
+            refresh: false,
+            retry_failed: args.retry_failed,
+        },
+    )?;
+    for judge in &judges {
+        rank::run(
+            cli,
+            &RankArgs {
+                run: Some(run_name.clone()),
+                comparisons: None,
+                judge: Some(judge.clone()),
+                prior: args.prior,
+                resamples: args.resamples,
+                allow_few_resamples: args.allow_few_resamples,
+                seed: None,
+                bootstrap_unit: args.bootstrap_unit,
+                show_prompt: false,
+                format: args.format,
+                output: None,
+            },
+        )?;
+    }
+    eprintln!(
+        "run `{run_name}` is in {}",
+        config.runs_dir().join(&run_name).display()
+    );
+    let failed = [generated, compared].contains(&Outcome::ItemsFailed);
+    Ok(if failed {
+        Outcome::ItemsFailed
+    } else {
+        Outcome::Success
+    })
+}

@@ -1,0 +1,362 @@
+//! Comparison rows → a leaderboard: Bradley–Terry fit, seeded percentile bootstrap, tied
+//! ranks, Elo and per-model counts (DESIGN §5). Pure: the rows, the seed and the thread count
+//! are passed in; the shell reads files and prints.
+
+use serde::Serialize;
+
+use crate::stats::{
+    BootstrapInputBuilder, BootstrapUnit, EloEntry, Interval, Outcome, StatsError, bootstrap, elo,
+    fit_bradley_terry, tied_ranks,
+};
+
+/// What a row says about its pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOutcome {
+    Rated(Outcome),
+    /// The judge could not decide: excluded from every rating, counted per model.
+    Failed,
+}
+
+/// One comparison: model indices, outcome, task index (cluster for the task bootstrap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub a: u32,
+    pub b: u32,
+    pub outcome: RowOutcome,
+    pub task: u32,
+}
+
+/// Fit settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankParams {
+    pub prior: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    pub unit: BootstrapUnit,
+    pub threads: usize,
+}
+
+/// One leaderboard line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    pub rank: usize,
+    pub model: String,
+    pub rating: f64,
+    pub rating_ci_low: f64,
+    pub rating_ci_high: f64,
+    pub win_rate: f64,
+    pub win_rate_ci_low: f64,
+    pub win_rate_ci_high: f64,
+    /// Rated comparisons: wins + losses + ties.
+    pub games: u64,
+    pub wins: u64,
+    pub losses: u64,
+    pub ties: u64,
+    pub both_bad: u64,
+    pub failed: u64,
+    /// `null` ("unavailable") before the model's first rated match.
+    pub elo: Option<f64>,
+    /// Cost of the model's outputs; `null` when unpriced or unknown.
+    pub cost_usd: Option<f64>,
+    /// Whether the model has a price (false → shown as `unpriced`).
+    pub priced: bool,
+}
+
+/// The fitted leaderboard, before presentation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fitted {
+    /// Sorted by rank, then win rate (descending), then model id.
+    pub standings: Vec<Standing>,
+    pub rated: u64,
+    pub both_bad: u64,
+    pub failed: u64,
+    /// Human-readable warnings (disconnected graph, models without games).
+    pub warnings: Vec<String>,
+}
+
+/// Why rows cannot be ranked.
+#[derive(Debug, thiserror::Error)]
+pub enum RankError {
+    #[error("need at least two models to rank (found {0})")]
+    TooFewModels(usize),
+    #[error(
+        "no rated comparisons: every comparison is both-bad or failed, so there is nothing to fit"
+    )]
+    NoRatedComparisons,
+    #[error(transparent)]
+    Stats(#[from] StatsError),
+}
+
+/// Fits and ranks. `costs[i]` is model i's cost (None = unpriced/unknown) and whether it is
+/// priced.
+pub fn rank(
+    models: &[String],
+    rows: &[Row],
+    params: RankParams,
+    costs: &[(Option<f64>, bool)],
+) -> Result<Fitted, RankError> {
+    let n = models.len();
+    if n < 2 {
+        return Err(RankError::TooFewModels(n));
+    }
+    let mut builder = BootstrapInputBuilder::new(n);
+    let mut tally = vec![[0u64; 5]; n]; // wins, losses, ties, both_bad, failed
+    let (mut rated, mut both_bad, mut failed) = (0u64, 0u64, 0u64);
+    for r in rows {
+        let (a, b) = (r.a as usize, r.b as usize);
+        match r.outcome {
+            RowOutcome::Failed => {
+                failed += 1;
+                tally[a][4] += 1;
+                tally[b][4] += 1;
+            }
+            RowOutcome::Rated(o) => {
+                builder.add(a, b, o, r.task as usize)?;
+                let (ia, ib) = match o {
+                    Outcome::AWins => (0, 1),
+                    Outcome::BWins => (1, 0),
+                    Outcome::Tie => (2, 2),
+                    Outcome::BothBad => (3, 3),
+                };
+                tally[a][ia] += 1;
+                tally[b][ib] += 1;
+                if o == Outcome::BothBad {
+                    both_bad += 1
+                } else {
+                    rated += 1
+                }
+            }
+        }
+    }
+    if rated == 0 {
+        return Err(RankError::NoRatedComparisons);
+    }
+    let input = builder.build();
+    let fit = fit_bradley_terry(input.counts(), params.prior, None)?;
+    let boot = bootstrap(
+        &input,
+        params.unit,
+        params.prior,
+        params.resamples,
+        params.seed,
+        params.threads,
+        &fit,
+    )?;
+    let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
+    let elo_rows = rows.iter().filter_map(|r| match r.outcome {
+        RowOutcome::Rated(o) => Some((r.a as usize, r.b as usize, o)),
+        RowOutcome::Failed => None,
+    });
+    let elos: Vec<EloEntry> = elo(n, elo_rows)?;
+    let mut warnings = Vec::new();
+    for (i, m) in models.iter().enumerate() {
+        if tally[i][0] + tally[i][1] + tally[i][2] == 0 {
+            warnings.push(format!(
+                "model `{m}` has no rated games: its rating is the prior's 1000 and its interval says nothing"
+            ));
+        }
+    }
+    let groups = connected_groups(n, rows, &tally);
+    if groups > 1 {
+        warnings.push(format!(
+            "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
+        ));
+    }
+    let mut standings: Vec<Standing> = (0..n)
+        .map(|i| {
+            standing(
+                i,
+                &models[i],
+                ranks[i],
+                &fit,
+                &boot.rating[i],
+                &boot.win_rate[i],
+                &tally[i],
+                elos[i],
+                costs.get(i),
+            )
+        })
+        .collect();
+    standings.sort_by(|x, y| {
+        x.rank
+            .cmp(&y.rank)
+            .then(y.win_rate.total_cmp(&x.win_rate))
+            .then(x.model.cmp(&y.model))
+    });
+    Ok(Fitted {
+        standings,
+        rated,
+        both_bad,
+        failed,
+        warnings,
+    })
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one row of the leaderboard gathers every column"
+)]
+fn standing(
+    i: usize,
+    model: &str,
+    rank: usize,
+    fit: &crate::stats::BtFit,
+    rating_ci: &Interval,
+    win_ci: &Interval,
+    t: &[u64; 5],
+    elo: EloEntry,
+    cost: Option<&(Option<f64>, bool)>,
+) -> Standing {
+    Standing {
+        rank,
+        model: model.to_string(),
+        rating: fit.rating[i],
+        rating_ci_low: rating_ci.lo,
+        rating_ci_high: rating_ci.hi,
+        win_rate: fit.win_rate[i],
+        win_rate_ci_low: win_ci.lo,
+        win_rate_ci_high: win_ci.hi,
+        games: t[0] + t[1] + t[2],
+        wins: t[0],
+        losses: t[1],
+        ties: t[2],
+        both_bad: t[3],
+        failed: t[4],
+        elo: elo.rating,
+        cost_usd: cost.and_then(|c| c.0),
+        priced: cost.is_some_and(|c| c.1),
+    }
+}
+
+/// Connected components of the graph of rated games, counting only models that played.
+fn connected_groups(n: usize, rows: &[Row], tally: &[[u64; 5]]) -> usize {
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for r in rows {
+        if matches!(r.outcome, RowOutcome::Rated(o) if o != Outcome::BothBad) {
+            let (x, y) = (
+                find(&mut parent, r.a as usize),
+                find(&mut parent, r.b as usize),
+            );
+            parent[x] = y;
+        }
+    }
+    let played: Vec<usize> = (0..n)
+        .filter(|&i| tally[i][0] + tally[i][1] + tally[i][2] > 0)
+        .collect();
+    let mut roots: Vec<usize> = played.iter().map(|&i| find(&mut parent, i)).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> RankParams {
+        RankParams {
+            prior: 0.1,
+            resamples: 200,
+            seed: 7,
+            unit: BootstrapUnit::Comparison,
+            threads: 2,
+        }
+    }
+
+    fn row(a: u32, b: u32, o: Outcome, task: u32) -> Row {
+        Row {
+            a,
+            b,
+            outcome: RowOutcome::Rated(o),
+            task,
+        }
+    }
+
+    #[test]
+    fn counts_and_order() {
+        let models: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let mut rows = Vec::new();
+        for t in 0..30 {
+            rows.push(row(0, 1, Outcome::AWins, t));
+            rows.push(row(
+                1,
+                2,
+                if t % 3 == 0 {
+                    Outcome::Tie
+                } else {
+                    Outcome::AWins
+                },
+                t,
+            ));
+            rows.push(row(0, 2, Outcome::BothBad, t));
+        }
+        rows.push(Row {
+            a: 0,
+            b: 2,
+            outcome: RowOutcome::Failed,
+            task: 0,
+        });
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        assert_eq!(f.standings[0].model, "a");
+        assert_eq!(f.standings[0].wins, 30);
+        assert_eq!(f.standings[0].both_bad, 30);
+        assert_eq!(f.standings[0].failed, 1);
+        let b = f.standings.iter().find(|s| s.model == "b").unwrap();
+        assert_eq!((b.wins, b.losses, b.ties, b.games), (20, 30, 10, 60));
+        assert_eq!((f.rated, f.both_bad, f.failed), (60, 30, 1));
+        for s in &f.standings {
+            assert!(s.win_rate_ci_low <= s.win_rate && s.win_rate <= s.win_rate_ci_high);
+        }
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    }
+
+    #[test]
+    fn edge_cases_are_clear() {
+        let one = vec!["a".to_string()];
+        assert!(matches!(
+            rank(&one, &[], params(), &[]),
+            Err(RankError::TooFewModels(1))
+        ));
+        let two: Vec<String> = vec!["a".into(), "b".into()];
+        let only_bad = [row(0, 1, Outcome::BothBad, 0)];
+        assert!(matches!(
+            rank(&two, &only_bad, params(), &[]),
+            Err(RankError::NoRatedComparisons)
+        ));
+    }
+
+    #[test]
+    fn disconnected_graph_and_idle_model_warn() {
+        let models: Vec<String> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let rows = [
+            row(0, 1, Outcome::AWins, 0),
+            row(1, 0, Outcome::Tie, 1),
+            row(2, 3, Outcome::AWins, 2),
+        ];
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.contains("`e` has no rated games")),
+            "{:?}",
+            f.warnings
+        );
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.contains("2 disconnected groups")),
+            "{:?}",
+            f.warnings
+        );
+    }
+}

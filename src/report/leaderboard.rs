@@ -1,0 +1,241 @@
+//! The leaderboard document and its four renderings (table, CSV, JSON, Markdown). Pure.
+//!
+//! JSON fields (`schema_version` 1): `source`, `judge`, `prompt_sha256`, `order_flip_rate`,
+//! `seed`, `resamples`, `bootstrap_unit`, `prior`, `interval`, `comparisons {rated, both_bad,
+//! failed}`, `note`, `warnings`, and `models[]` with the columns of [`CSV_COLUMNS`] plus
+//! `priced`.
+
+use serde::Serialize;
+
+use super::{Format, fmt_float, render_markdown, summary::render_table_aligned};
+use crate::ranking::{Fitted, Standing};
+use crate::records::SCHEMA_VERSION;
+use crate::stats::BootstrapUnit;
+
+/// The sentence every human-readable leaderboard carries.
+pub const OVERLAP_NOTE: &str = "Models whose 95% win-rate intervals overlap share a rank. Overlap describes how well the data separate the models; it is not a significance test.";
+
+/// CSV columns, in order.
+pub const CSV_COLUMNS: [&str; 16] = [
+    "rank",
+    "model",
+    "rating",
+    "rating_ci_low",
+    "rating_ci_high",
+    "win_rate",
+    "win_rate_ci_low",
+    "win_rate_ci_high",
+    "games",
+    "wins",
+    "losses",
+    "ties",
+    "both_bad",
+    "failed",
+    "elo",
+    "cost_usd",
+];
+
+/// Comparison totals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Totals {
+    pub rated: u64,
+    pub both_bad: u64,
+    pub failed: u64,
+}
+
+/// Everything a leaderboard shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Leaderboard {
+    pub schema_version: u32,
+    /// `run <name>` or the comparisons file.
+    pub source: String,
+    pub judge: Option<String>,
+    pub prompt_sha256: Option<String>,
+    pub order_flip_rate: Option<f64>,
+    pub seed: u64,
+    pub resamples: usize,
+    pub bootstrap_unit: BootstrapUnit,
+    pub prior: f64,
+    pub interval: &'static str,
+    pub comparisons: Totals,
+    pub note: &'static str,
+    pub warnings: Vec<String>,
+    pub models: Vec<Standing>,
+}
+
+/// Header facts shared by every leaderboard of a source.
+#[derive(Debug, Clone)]
+pub struct Header {
+    pub source: String,
+    pub judge: Option<String>,
+    pub prompt_sha256: Option<String>,
+    pub order_flip_rate: Option<f64>,
+    pub seed: u64,
+    pub resamples: usize,
+    pub unit: BootstrapUnit,
+    pub prior: f64,
+}
+
+impl Leaderboard {
+    /// Assembles the document.
+    pub fn new(header: Header, fitted: Fitted) -> Self {
+        Leaderboard {
+            schema_version: SCHEMA_VERSION,
+            source: header.source,
+            judge: header.judge,
+            prompt_sha256: header.prompt_sha256,
+            order_flip_rate: header.order_flip_rate,
+            seed: header.seed,
+            resamples: header.resamples,
+            bootstrap_unit: header.unit,
+            prior: header.prior,
+            interval: "95% percentile bootstrap",
+            comparisons: Totals {
+                rated: fitted.rated,
+                both_bad: fitted.both_bad,
+                failed: fitted.failed,
+            },
+            note: OVERLAP_NOTE,
+            warnings: fitted.warnings,
+            models: fitted.standings,
+        }
+    }
+
+    fn header_line(&self) -> String {
+        let unit = match self.bootstrap_unit {
+            BootstrapUnit::Comparison => "comparison",
+            BootstrapUnit::Task => "task",
+        };
+        format!(
+            "judge: {} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
+            self.judge.as_deref().unwrap_or("n/a"),
+            self.prompt_sha256
+                .as_deref()
+                .map_or("n/a", |s| &s[..12.min(s.len())]),
+            self.order_flip_rate
+                .map_or("n/a".into(), |r| fmt_float(r, 3)),
+            self.seed,
+            self.resamples,
+            self.prior,
+        )
+    }
+}
+
+fn cost(s: &Standing) -> String {
+    match (s.priced, s.cost_usd) {
+        (true, Some(c)) => super::format_usd(c),
+        (true, None) => "n/a".into(),
+        (false, _) => "unpriced".into(),
+    }
+}
+
+fn csv_cells(s: &Standing) -> Vec<String> {
+    vec![
+        s.rank.to_string(),
+        s.model.clone(),
+        fmt_float(s.rating, 2),
+        fmt_float(s.rating_ci_low, 2),
+        fmt_float(s.rating_ci_high, 2),
+        fmt_float(s.win_rate, 4),
+        fmt_float(s.win_rate_ci_low, 4),
+        fmt_float(s.win_rate_ci_high, 4),
+        s.games.to_string(),
+        s.wins.to_string(),
+        s.losses.to_string(),
+        s.ties.to_string(),
+        s.both_bad.to_string(),
+        s.failed.to_string(),
+        s.elo.map_or(String::new(), |e| fmt_float(e, 1)),
+        match (s.priced, s.cost_usd) {
+            (true, Some(c)) => fmt_float(c, 6),
+            (true, None) => String::new(),
+            (false, _) => "unpriced".into(),
+        },
+    ]
+}
+
+fn display_rows(lb: &Leaderboard) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "rank", "model", "rating", "95% CI", "win rate", "95% CI", "games", "wins", "losses",
+        "ties", "both bad", "failed", "Elo", "cost",
+    ];
+    let rows = lb
+        .models
+        .iter()
+        .map(|s| {
+            vec![
+                s.rank.to_string(),
+                s.model.clone(),
+                fmt_float(s.rating, 0),
+                format!(
+                    "[{}, {}]",
+                    fmt_float(s.rating_ci_low, 0),
+                    fmt_float(s.rating_ci_high, 0)
+                ),
+                fmt_float(s.win_rate, 3),
+                format!(
+                    "[{}, {}]",
+                    fmt_float(s.win_rate_ci_low, 3),
+                    fmt_float(s.win_rate_ci_high, 3)
+                ),
+                s.games.to_string(),
+                s.wins.to_string(),
+                s.losses.to_string(),
+                s.ties.to_string(),
+                s.both_bad.to_string(),
+                s.failed.to_string(),
+                s.elo.map_or("unavailable".into(), |e| fmt_float(e, 0)),
+                cost(s),
+            ]
+        })
+        .collect();
+    (header.iter().map(|h| (*h).to_string()).collect(), rows)
+}
+
+/// Renders the leaderboard in `format`.
+pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
+    match format {
+        Format::Table => {
+            let (header, rows) = display_rows(lb);
+            let mut table = vec![header];
+            table.extend(rows);
+            let c = &lb.comparisons;
+            format!(
+                "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n",
+                lb.header_line(),
+                render_table_aligned(&table, 2),
+                OVERLAP_NOTE,
+                c.rated,
+                c.both_bad,
+                c.failed
+            )
+            .into_bytes()
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(CSV_COLUMNS)
+                .expect("writing to memory cannot fail");
+            for s in &lb.models {
+                w.write_record(csv_cells(s))
+                    .expect("writing to memory cannot fail");
+            }
+            w.into_inner().expect("writing to memory cannot fail")
+        }
+        Format::Json => {
+            let mut out = serde_json::to_vec_pretty(lb).expect("the leaderboard always serialises");
+            out.push(b'\n');
+            out
+        }
+        Format::Md => {
+            let (header, rows) = display_rows(lb);
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            format!(
+                "{}\n\n{}\n{}\n",
+                lb.header_line(),
+                render_markdown(&header, &rows),
+                OVERLAP_NOTE
+            )
+            .into_bytes()
+        }
+    }
+}
