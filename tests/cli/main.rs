@@ -7,3 +7,4 @@ mod common;
 mod check;
 mod compare;
 mod generate;
+mod rank;

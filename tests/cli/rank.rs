@@ -1,0 +1,238 @@
+//! `judge rank` and `judge run` end to end: reference fixtures through the CLI, determinism,
+//! input validation, and the offline pipeline.
+
+use crate::common::{Project, copy_tree, repo_root, text};
+
+fn fixture(name: &str) -> serde_json::Value {
+    let path = repo_root().join("tests/fixtures/stats").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn battles_file(p: &Project, name: &str, rows: &[serde_json::Value]) -> String {
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    p.write(name, &text);
+    name.to_string()
+}
+
+#[test]
+fn every_bradley_terry_fixture_matches_through_the_cli() {
+    let fx = fixture("bradley_terry.json");
+    let p = Project::empty();
+    for case in fx["cases"].as_array().unwrap() {
+        let rows = case["comparisons"].as_array().unwrap();
+        let file = battles_file(&p, "battles.jsonl", rows);
+        let prior = case["prior"].as_f64().unwrap().to_string();
+        let out = p.run(&[
+            "rank",
+            "--comparisons",
+            &file,
+            "--prior",
+            &prior,
+            "--format",
+            "json",
+            "--resamples",
+            "1000",
+        ]);
+        let name = case["name"].as_str().unwrap();
+        if case["models"].as_array().unwrap().len() < 2 {
+            assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out));
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let tol = &case["tolerance"];
+        for (model, exp) in case["expected"].as_object().unwrap() {
+            let Some(got) = board["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| &m["model"] == model)
+            else {
+                // A model that appears in no comparison row cannot come from a battles file.
+                assert!(
+                    !rows
+                        .iter()
+                        .any(|r| &r["model_a"] == model || &r["model_b"] == model),
+                    "{name}: {model} missing"
+                );
+                continue;
+            };
+            for (field, t) in [("rating", "rating"), ("win_rate", "win_rate")] {
+                let (g, e) = (got[field].as_f64().unwrap(), exp[field].as_f64().unwrap());
+                assert!(
+                    (g - e).abs() <= tol[t].as_f64().unwrap(),
+                    "{name} {model} {field}: {g} vs {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bootstrap_fixture_bounds_within_0_02() {
+    let fx = fixture("bootstrap.json");
+    let p = Project::empty();
+    let file = battles_file(&p, "b.jsonl", fx["comparisons"].as_array().unwrap());
+    let out = p.run(&[
+        "rank",
+        "--comparisons",
+        &file,
+        "--format",
+        "json",
+        "--seed",
+        "11",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = fx["expected"]
+        .as_object()
+        .expect("expected intervals per model");
+    for (model, exp) in expected {
+        let got = board["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| &m["model"] == model)
+            .unwrap();
+        let lo = exp["win_rate_ci"][0].as_f64().unwrap();
+        let hi = exp["win_rate_ci"][1].as_f64().unwrap();
+        assert!(
+            (got["win_rate_ci_low"].as_f64().unwrap() - lo).abs() <= 0.02,
+            "{model} low"
+        );
+        assert!(
+            (got["win_rate_ci_high"].as_f64().unwrap() - hi).abs() <= 0.02,
+            "{model} high"
+        );
+    }
+}
+
+#[test]
+fn same_seed_same_bytes_and_seed_is_reported() {
+    let fx = fixture("bootstrap.json");
+    let p = Project::empty();
+    let file = battles_file(&p, "b.jsonl", fx["comparisons"].as_array().unwrap());
+    let run = |seed: &str, fmt: &str| {
+        p.run(&[
+            "rank",
+            "--comparisons",
+            &file,
+            "--seed",
+            seed,
+            "--format",
+            fmt,
+        ])
+        .stdout
+    };
+    for fmt in ["table", "csv", "json", "md"] {
+        assert_eq!(run("5", fmt), run("5", fmt), "{fmt} output is reproducible");
+    }
+    assert_ne!(run("5", "csv"), run("6", "csv"), "the seed matters");
+    let table = String::from_utf8(run("5", "table")).unwrap();
+    assert!(
+        table.contains("seed: 5")
+            && table.contains("resamples: 1000")
+            && table.contains("not a significance test"),
+        "{table}"
+    );
+    let md = String::from_utf8(run("5", "md")).unwrap();
+    assert!(
+        md.contains("not a significance test") && md.contains("| rank | model |"),
+        "{md}"
+    );
+    let csv = String::from_utf8(run("5", "csv")).unwrap();
+    assert!(csv.starts_with("rank,model,rating,rating_ci_low,rating_ci_high,win_rate,win_rate_ci_low,win_rate_ci_high,games,wins,losses,ties,both_bad,failed,elo,cost_usd\n"));
+    let json: serde_json::Value = serde_json::from_slice(&run("5", "json")).unwrap();
+    assert_eq!(
+        (
+            json["schema_version"].as_u64(),
+            json["seed"].as_u64(),
+            json["bootstrap_unit"].as_str()
+        ),
+        (Some(1), Some(5), Some("comparison"))
+    );
+}
+
+#[test]
+fn bad_inputs_are_clear_usage_errors() {
+    let p = Project::empty();
+    p.write("bad.jsonl", "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"a\"}\n");
+    let out = p.run(&["rank", "--comparisons", "bad.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:2: unknown winner `a`"),
+        "{}",
+        text(&out)
+    );
+    p.write(
+        "ok.jsonl",
+        "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n",
+    );
+    let out = p.run(&["rank", "--comparisons", "ok.jsonl", "--resamples", "100"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-few-resamples"));
+    let out = p.run(&[
+        "rank",
+        "--comparisons",
+        "ok.jsonl",
+        "--bootstrap-unit",
+        "task",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "task bootstrap needs question_id: {}",
+        text(&out)
+    );
+    p.write(
+        "bothbad.jsonl",
+        "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie (bothbad)\"}\n",
+    );
+    let out = p.run(&["rank", "--comparisons", "bothbad.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no rated comparisons"));
+    let out = p.run(&["rank"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap usage error: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn offline_run_prints_a_real_leaderboard() {
+    let p = Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let out = p.run(&["run", "--run", "demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("judge: exec"), "{table}");
+    let rank_of = |model: &str| {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().nth(1) == Some(model))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+    };
+    assert_eq!(rank_of("reference").as_deref(), Some("1"), "{table}");
+    assert_eq!(
+        rank_of("verbose").as_deref(),
+        Some("1"),
+        "reference and verbose both pass every check: {table}"
+    );
+    assert_eq!(rank_of("plausible").as_deref(), Some("4"), "{table}");
+    for ext in ["json", "csv", "md"] {
+        assert!(
+            p.path()
+                .join(format!("runs/demo/leaderboard.{ext}"))
+                .is_file()
+        );
+    }
+    // rank on the run reproduces the printed leaderboard.
+    let again = p.run(&["rank", "--run", "demo"]);
+    assert_eq!(again.stdout, out.stdout);
+    let prompt = p.run(&["rank", "--run", "demo", "--show-prompt"]);
+    assert!(String::from_utf8_lossy(&prompt.stdout).starts_with("(this judge uses no prompt"));
+}
