@@ -1,0 +1,116 @@
+//! Benchmark of `judge rank --comparisons` at 1000 resamples on synthetic battles (ties and
+//! both-bad rows included): 10k × 20, 100k × 50 and 1M × 100 (rows × models). Reports the
+//! parse-only time (in process), the whole command's wall time and its peak memory (via
+//! `/usr/bin/time`), best of three. Run with `cargo bench --bench rank`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use judge::commands::rank::parse_battles;
+use judge::stats::BootstrapUnit;
+
+/// Writes `rows` battles among `models` models with spread strengths, ~10% ties and ~3% both
+/// bad, deterministic.
+fn write_battles(path: &Path, rows: usize, models: usize) {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let strength: Vec<f64> = (0..models)
+        .map(|i| 3.0 * i as f64 / models as f64)
+        .collect();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create battles"));
+    for r in 0..rows {
+        let a = (next() * models as f64) as usize % models;
+        let mut b = (next() * models as f64) as usize % models;
+        if b == a {
+            b = (a + 1) % models;
+        }
+        let u = next();
+        let p_a = 1.0 / (1.0 + (strength[b] - strength[a]).exp());
+        let winner = if u < 0.03 {
+            "tie (bothbad)"
+        } else if u < 0.13 {
+            "tie"
+        } else if next() < p_a {
+            "model_a"
+        } else {
+            "model_b"
+        };
+        writeln!(out, r#"{{"model_a":"model-{a:03}","model_b":"model-{b:03}","winner":"{winner}","question_id":"q{}","judge":"synthetic"}}"#, r % 500)
+            .expect("write battle");
+    }
+}
+
+fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..n {
+        let t = Instant::now();
+        let v = f();
+        best = best.min(t.elapsed().as_secs_f64());
+        last = Some(v);
+    }
+    (best, last.expect("n > 0"))
+}
+
+fn main() {
+    let exe = env!("CARGO_BIN_EXE_judge");
+    let dir = std::env::temp_dir().join(format!("judge-rank-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    println!(
+        "{:>10} {:>7} {:>11} {:>11} {:>12} {:>9}",
+        "rows", "models", "parse (s)", "rank (s)", "rank/parse", "peak MB"
+    );
+    for (rows, models) in [(10_000, 20), (100_000, 50), (1_000_000, 100)] {
+        let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
+        write_battles(&path, rows, models);
+        let (parse_s, parsed) = best_of(3, || {
+            let f = std::fs::File::open(&path).expect("open");
+            parse_battles(
+                std::io::BufReader::with_capacity(1 << 20, f),
+                &path,
+                BootstrapUnit::Comparison,
+            )
+            .expect("parse")
+        });
+        assert_eq!(parsed.1.len(), rows);
+        let mut best_wall = f64::INFINITY;
+        let mut peak_kb = 0u64;
+        for _ in 0..3 {
+            let out = Command::new("/usr/bin/time")
+                .args(["-f", "%e %M", exe, "rank", "--comparisons"])
+                .arg(&path)
+                .args(["--format", "json", "--output"])
+                .arg(dir.join("out.json"))
+                .output()
+                .expect("run judge rank under /usr/bin/time");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().last().expect("time output");
+            let mut it = last.split_whitespace();
+            let wall: f64 = it
+                .next()
+                .and_then(|s| s.parse().ok())
+                .expect("wall seconds");
+            let kb: u64 = it.next().and_then(|s| s.parse().ok()).expect("max rss kb");
+            best_wall = best_wall.min(wall);
+            peak_kb = peak_kb.max(kb);
+        }
+        println!(
+            "{rows:>10} {models:>7} {parse_s:>11.3} {best_wall:>11.2} {:>12.2} {:>9.1}",
+            best_wall / parse_s,
+            peak_kb as f64 / 1024.0
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
