@@ -81,6 +81,15 @@ pub enum Command {
     /// On the shipped judge.toml (hand-written answer sets and the execution judge) it runs
     /// with no network and no key. Judges: --judge, else every [[judges]] entry, else `exec`.
     Run(RunArgs),
+
+    /// Human labelling: a blind stratified sample, labelled in the terminal or a spreadsheet,
+    /// scored against the judge with agreement and Cohen's kappa.
+    ///
+    /// Without a subcommand, starts (or resumes) an interactive session for --labeller: each
+    /// item shows the task and two answers (never model names or the judge's verdict); keys
+    /// 1, 2, t (tie), b (both bad), s (skip), u (undo), v (view in pager), q (quit). Each label
+    /// is saved at once. Without a terminal it reads one key per line from stdin.
+    Label(LabelArgs),
 }
 
 /// `judge generate`.
@@ -214,6 +223,11 @@ pub struct RankArgs {
     #[arg(long)]
     pub show_prompt: bool,
 
+    /// With --run: fit the same model to the human labels (labels/*.jsonl) instead of the
+    /// judge's comparisons, so people and judge can be compared side by side.
+    #[arg(long, requires = "run", conflicts_with = "judge")]
+    pub from_labels: bool,
+
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
@@ -263,4 +277,107 @@ pub struct RunArgs {
     /// Leaderboard format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
+}
+
+/// `judge label`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct LabelArgs {
+    #[command(subcommand)]
+    pub action: Option<LabelAction>,
+
+    /// The run to label (interactive session).
+    #[arg(long, value_name = "NAME")]
+    pub run: Option<String>,
+
+    /// Who is labelling (letters, digits, . _ -); labels go to runs/<run>/labels/<ID>.jsonl.
+    #[arg(long, value_name = "ID")]
+    pub labeller: Option<String>,
+
+    /// Show which model wrote each answer, after your label has been saved.
+    #[arg(long)]
+    pub reveal: bool,
+}
+
+/// `judge label` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LabelAction {
+    /// Draw the sample: comparisons spread evenly over tasks and model pairs (random within
+    /// them, seeded), each with a random (seeded) choice of which answer is shown first.
+    Sample(LabelSampleArgs),
+    /// Write the blind sheet (item, task, prompt, answer_1, answer_2, empty choice) as CSV.
+    Export(LabelExportArgs),
+    /// Import a filled sheet for a labeller; every row is validated first, nothing is
+    /// imported if one is wrong.
+    Import(LabelImportArgs),
+    /// Agreement and Cohen's kappa of every labeller (and all pooled) with the judge, the
+    /// confusion matrix, human–human agreement, and coverage per stratum.
+    Score(LabelScoreArgs),
+}
+
+/// `judge label sample`.
+#[derive(Debug, Args)]
+pub struct LabelSampleArgs {
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+    /// How many items to draw.
+    #[arg(long, value_name = "N")]
+    pub n: usize,
+    /// Sampling seed (default: the run's seed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The judge whose verdicts the labels will be compared with (needed when the run has
+    /// several).
+    #[arg(long, value_name = "ID")]
+    pub judge: Option<String>,
+    /// Replace an existing sample.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `judge label export`.
+#[derive(Debug, Args)]
+pub struct LabelExportArgs {
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+    /// Sheet format (CSV only).
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: SheetFormat,
+    /// Write the sheet here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Sheet formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SheetFormat {
+    Csv,
+}
+
+/// `judge label import`.
+#[derive(Debug, Args)]
+pub struct LabelImportArgs {
+    /// The filled sheet (CSV with `item` and `choice` columns).
+    pub file: PathBuf,
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+    #[arg(long, value_name = "ID")]
+    pub labeller: String,
+}
+
+/// `judge label score`.
+#[derive(Debug, Args)]
+pub struct LabelScoreArgs {
+    #[arg(long, value_name = "NAME")]
+    pub run: String,
+    /// Bootstrap resamples for the kappa interval.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub resamples: usize,
+    /// Bootstrap seed (default 0).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod error;
 pub mod extract;
 pub mod judging;
+pub mod label;
 pub mod prompt;
 pub mod provider;
 pub mod ranking;

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod compare;
 pub mod generate;
+pub mod label;
 pub mod rank;
 pub mod run;
 
@@ -18,5 +19,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Check(args) => check::run(&cli, args),
         Command::Rank(args) => rank::run(&cli, args),
         Command::Run(args) => run::run(&cli, args),
+        Command::Label(args) => label::run(&cli, args),
     }
 }

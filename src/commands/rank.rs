@@ -99,7 +99,12 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             ("csv", Format::Csv),
             ("md", Format::Md),
         ] {
-            let path = dir.file(&format!("leaderboard.{ext}"));
+            let name = if args.from_labels {
+                format!("labels/leaderboard.{ext}")
+            } else {
+                format!("leaderboard.{ext}")
+            };
+            let path = dir.file(&name);
             crate::cache::write_atomic(&path, &render_leaderboard(&board, format))
                 .with_context(|| format!("failed to write `{}`", path.display()))?;
         }
@@ -119,7 +124,17 @@ fn from_run(
 ) -> anyhow::Result<(RankInput, RunDir, Option<String>)> {
     let config = load_config(&cli.config)?;
     let (mut run_dir, manifest, suite, outputs) = load_run(&config, run)?;
-    let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
+    let comparisons: Vec<ComparisonRecord> = if args.from_labels {
+        comparisons_from_labels(&run_dir)?
+    } else {
+        read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?
+    };
+    if comparisons.is_empty() && args.from_labels {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has no human labels yet; label with `judge label --run {run} --labeller YOU`"
+        ))
+        .into());
+    }
     if comparisons.is_empty() {
         return Err(JudgeError::usage(format!(
             "run `{run}` has no comparisons yet; run `judge compare --run {run}` first"
@@ -176,7 +191,7 @@ fn from_run(
             )
         })
         .collect();
-    let prompt_sha256 = (judge != EXEC_JUDGE)
+    let prompt_sha256 = (judge != EXEC_JUDGE && !args.from_labels)
         .then(|| {
             let judgments: Vec<JudgmentRecord> =
                 read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE)).ok()?;
@@ -198,7 +213,7 @@ fn from_run(
     };
     let header = Header {
         source: format!("run {run}"),
-        order_flip_rate: if judge == EXEC_JUDGE {
+        order_flip_rate: if judge == EXEC_JUDGE || args.from_labels {
             None
         } else {
             flip_rate(mine.iter().copied())
@@ -221,6 +236,35 @@ fn from_run(
         run_dir,
         prompt,
     ))
+}
+
+/// The judge name human labels are ranked under.
+pub const HUMAN_JUDGE: &str = "human-labels";
+
+/// Every person's effective labels as comparisons (one per labeller and item; skips left out).
+fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<Vec<ComparisonRecord>> {
+    let sample: Vec<crate::label::SampleItem> =
+        read_jsonl_repairing(&run_dir.file(crate::commands::label::SAMPLE_FILE))?;
+    let by_id: HashMap<&str, &crate::label::SampleItem> =
+        sample.iter().map(|s| (s.item.as_str(), s)).collect();
+    let mut out = Vec::new();
+    for records in crate::commands::label::read_all_labels(run_dir)?.values() {
+        for (item, winner) in crate::label::effective_labels(records) {
+            let (Some(winner), Some(s)) = (winner, by_id.get(item.as_str())) else {
+                continue;
+            };
+            out.push(ComparisonRecord {
+                task: s.task.clone(),
+                judge: HUMAN_JUDGE.into(),
+                model_a: s.model_a.clone(),
+                model_b: s.model_b.clone(),
+                winner,
+                flipped: false,
+                by_failure: false,
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {

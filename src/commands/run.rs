@@ -55,6 +55,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 seed: None,
                 bootstrap_unit: args.bootstrap_unit,
                 show_prompt: false,
+                from_labels: false,
                 format: args.format,
                 output: None,
             },

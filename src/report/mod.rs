@@ -2,6 +2,7 @@
 //! summary tables (`summary`). Formatting is pure; only `progress` touches the terminal.
 
 pub mod checks;
+pub mod label;
 pub mod leaderboard;
 pub mod progress;
 pub mod summary;

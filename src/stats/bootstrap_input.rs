@@ -4,17 +4,16 @@
 //! the Bradley–Terry fit depends on rows only through per-pair counts. So rows collapse into
 //! cells — (unordered pair, lower index wins / higher index wins / tie), plus one cell for all
 //! both-bad rows — and a multinomial over the cells with probabilities count/N and N draws
-//! has exactly the distribution of the resampled counts. For the task (cluster) bootstrap,
-//! each task keeps its own list of cells. Memory grows with distinct cells, not with rows.
-
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+//! has exactly the distribution of the resampled counts (see [`super::multinomial`]). For the
+//! task (cluster) bootstrap, each task keeps its own list of cells and a resample draws task
+//! multiplicities (T uniform picks among T tasks). Memory grows with distinct cells, not rows.
 
 use rand_core::Rng;
 
 use super::StatsError;
-use super::binomial::Multinomial;
 use super::counts::{ActivePairs, Outcome, PairCounts, PairData, locate};
+use super::multinomial::CellSampler;
+use super::poisson::uniform_below;
 
 /// Comparison rows aggregated for [`super::bootstrap`]: full-data counts, the comparison
 /// cells and the per-task cells. Build it with [`BootstrapInputBuilder`] or
@@ -23,16 +22,14 @@ use super::counts::{ActivePairs, Outcome, PairCounts, PairData, locate};
 pub struct BootstrapInput {
     counts: PairCounts,
     pub(crate) active: ActivePairs,
-    rows: u64,
     /// Slot of each comparison cell; the both-bad cell uses the spare slot `active.len()`.
     cell_slot: Vec<u32>,
     /// What one row of the cell adds to `w`: 1 (lower index wins), 0 or ½ (tie).
     cell_win: Vec<f64>,
-    cells: Multinomial,
+    cells: CellSampler,
     /// Task `t` owns `task_entries[task_start[t]..task_start[t + 1]]`.
     task_start: Vec<usize>,
     task_entries: Vec<TaskEntry>,
-    tasks: Multinomial,
 }
 
 /// One active pair's comparisons within one task.
@@ -71,7 +68,7 @@ impl BootstrapInput {
 
     /// All rows, both-bad included (the size of a comparison-level resample).
     pub fn rows(&self) -> u64 {
-        self.rows
+        self.cells.total()
     }
 
     /// Distinct tasks (the size of a task-level resample).
@@ -86,39 +83,71 @@ impl BootstrapInput {
 
     /// Sufficient statistics of a comparison-level resample: a multinomial over the cells.
     /// `data` must have `active.models.len() + 1` slots; the last one collects both-bad rows.
-    pub(crate) fn resample_comparisons<R: Rng>(&self, rng: &mut R, data: &mut PairData) {
+    pub(crate) fn resample_comparisons<R: Rng>(
+        &self,
+        rng: &mut R,
+        data: &mut PairData,
+        scratch: &mut Scratch,
+    ) {
+        let draws = &mut scratch.counts;
+        draws.resize(self.cells.len(), 0);
+        self.cells.sample(rng, draws);
         data.w.fill(0.0);
         data.n.fill(0.0);
-        self.cells.for_each_draw(rng, self.rows, |cell, x| {
-            let slot = self.cell_slot[cell] as usize;
-            data.w[slot] += x as f64 * self.cell_win[cell];
-            data.n[slot] += x as f64;
-        });
+        for ((&x, &slot), &win) in draws.iter().zip(&self.cell_slot).zip(&self.cell_win) {
+            data.w[slot as usize] += x as f64 * win;
+            data.n[slot as usize] += x as f64;
+        }
     }
 
-    /// Sufficient statistics of a task-level resample: task multiplicities from an
-    /// equal-probability multinomial, then Σ multiplicity × the task's cells.
-    pub(crate) fn resample_tasks<R: Rng>(&self, rng: &mut R, data: &mut PairData) {
-        data.w.fill(0.0);
-        data.n.fill(0.0);
-        self.tasks
-            .for_each_draw(rng, self.n_tasks() as u64, |task, times| {
-                let times = times as f64;
-                for e in &self.task_entries[self.task_start[task]..self.task_start[task + 1]] {
-                    data.w[e.slot as usize] += times * 0.5 * f64::from(e.twice_w);
-                    data.n[e.slot as usize] += times * f64::from(e.n);
-                }
-            });
+    /// Sufficient statistics of a task-level resample: each of T picks chooses one of the T
+    /// tasks uniformly, then every task adds its cells times its multiplicity.
+    pub(crate) fn resample_tasks<R: Rng>(
+        &self,
+        rng: &mut R,
+        data: &mut PairData,
+        scratch: &mut Scratch,
+    ) {
+        let n_tasks = self.n_tasks();
+        let times = &mut scratch.counts;
+        times.clear();
+        times.resize(n_tasks, 0);
+        for _ in 0..n_tasks {
+            times[uniform_below(rng, n_tasks as u64) as usize] += 1;
+        }
+        // One interleaved accumulator, so each entry touches one cache line.
+        let acc = &mut scratch.pairs;
+        acc.clear();
+        acc.resize(data.n.len(), [0.0; 2]);
+        for (task, &k) in times.iter().enumerate().filter(|(_, k)| **k > 0) {
+            let k = k as f64;
+            for e in &self.task_entries[self.task_start[task]..self.task_start[task + 1]] {
+                let slot = &mut acc[e.slot as usize];
+                slot[0] += k * f64::from(e.twice_w);
+                slot[1] += k * f64::from(e.n);
+            }
+        }
+        for ((w, n), [twice_w, total]) in data.w.iter_mut().zip(&mut data.n).zip(acc.iter()) {
+            *w = 0.5 * twice_w;
+            *n = *total;
+        }
     }
 }
 
-/// Accumulates comparison rows into a [`BootstrapInput`].
+/// Per-thread scratch space for drawing resamples.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    counts: Vec<u64>,
+    pairs: Vec<[f64; 2]>,
+}
+
+/// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 16 bytes per row until
+/// [`BootstrapInputBuilder::build`], which sorts them into per-task cells.
 #[derive(Debug, Clone)]
 pub struct BootstrapInputBuilder {
     counts: PairCounts,
-    /// (task, pair index) → [lower index wins, higher index wins, ties].
-    task_cells: FastMap<(usize, usize), [u32; 3]>,
-    tasks: HashSet<usize, BuildHasherDefault<FastHasher>>,
+    /// One key per row: (task, 4·pair index + cell), cell 3 meaning both bad.
+    keys: Vec<(usize, u64)>,
 }
 
 impl BootstrapInputBuilder {
@@ -126,12 +155,12 @@ impl BootstrapInputBuilder {
     pub fn new(n_models: usize) -> BootstrapInputBuilder {
         BootstrapInputBuilder {
             counts: PairCounts::new(n_models),
-            task_cells: FastMap::default(),
-            tasks: HashSet::default(),
+            keys: Vec::new(),
         }
     }
 
-    /// Adds one row: model `a` against model `b` on task `task`.
+    /// Adds one row: model `a` against model `b` on task `task` (any label; every distinct
+    /// label is one cluster of the task bootstrap).
     pub fn add(
         &mut self,
         a: usize,
@@ -140,31 +169,20 @@ impl BootstrapInputBuilder {
         task: usize,
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.counts.n_models(), a, b, outcome)?;
-        self.tasks.insert(task);
-        if let Some(cell) = cell {
-            let tally = self.task_cells.entry((task, pair)).or_insert([0; 3]);
-            let mut next = tally.map(u64::from);
-            next[cell] += 1;
-            // 2·wins + ties and the pair total must fit in u32; checked before anything
-            // changes, so a failed add leaves the counts untouched.
-            if 2 * next[0] + next[1] + next[2] > u64::from(u32::MAX) {
-                return Err(StatsError::CountOverflow);
-            }
-            tally[cell] += 1;
-        }
-        self.counts.add(a, b, outcome)
+        self.counts.add(a, b, outcome)?;
+        self.keys
+            .push((task, 4 * pair as u64 + cell.unwrap_or(3) as u64));
+        Ok(())
     }
 
     /// Finishes the aggregation.
-    pub fn build(self) -> BootstrapInput {
+    pub fn build(mut self) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
         let (cell_slot, cell_win, weights) = comparison_cells(&self.counts, &active);
-        let (task_start, task_entries) = task_cells(self.task_cells, self.tasks, &active);
-        let n_tasks = task_start.len() - 1;
+        self.keys.sort_unstable();
+        let (task_start, task_entries) = task_cells(&self.keys, &active);
         BootstrapInput {
-            rows: self.counts.rated_total() + self.counts.both_bad_total(),
-            cells: Multinomial::new(&weights),
-            tasks: Multinomial::new(&vec![1; n_tasks]),
+            cells: CellSampler::new(&weights),
             counts: self.counts,
             active,
             cell_slot,
@@ -196,64 +214,80 @@ fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<u32>, Vec
     (slots, wins, weights)
 }
 
-/// Per-task cells in CSR form, tasks in ascending label order, pairs in slot order.
-fn task_cells(
-    cells: FastMap<(usize, usize), [u32; 3]>,
-    tasks: HashSet<usize, BuildHasherDefault<FastHasher>>,
-    active: &ActivePairs,
-) -> (Vec<usize>, Vec<TaskEntry>) {
-    let mut labels: Vec<usize> = tasks.into_iter().collect();
-    labels.sort_unstable();
-    let mut sorted: Vec<(usize, TaskEntry)> = cells
-        .into_iter()
-        .map(|((task, pair), [lo, hi, ties])| {
-            let dense = labels
-                .binary_search(&task)
-                .expect("every task label was recorded");
-            let entry = TaskEntry {
-                slot: active.slot[pair],
-                twice_w: 2 * lo + ties,
-                n: lo + hi + ties,
-            };
-            (dense, entry)
-        })
-        .collect();
-    sorted.sort_unstable_by_key(|&(task, e)| (task, e.slot));
-    let mut start = vec![0; labels.len() + 1];
-    for &(task, _) in &sorted {
-        start[task + 1] += 1;
+/// Per-task cells in CSR form from the sorted row keys: tasks in ascending label order
+/// (a task whose rows are all both-bad still counts, with no cells), pairs in slot order.
+fn task_cells(keys: &[(usize, u64)], active: &ActivePairs) -> (Vec<usize>, Vec<TaskEntry>) {
+    let mut start = vec![0];
+    let mut entries = Vec::new();
+    let mut current_task = None;
+    for run in keys.chunk_by(|x, y| x.0 == y.0 && x.1 >> 2 == y.1 >> 2) {
+        let (task, code) = run[0];
+        if current_task.is_some_and(|t| t != task) {
+            start.push(entries.len());
+        }
+        current_task = Some(task);
+        let mut tally = [0u64; 4];
+        run.iter()
+            .for_each(|&(_, code)| tally[(code & 3) as usize] += 1);
+        push_entries(&mut entries, active.slot[(code >> 2) as usize], tally);
     }
-    for t in 0..labels.len() {
-        start[t + 1] += start[t];
+    if current_task.is_some() {
+        start.push(entries.len());
     }
-    (start, sorted.into_iter().map(|(_, e)| e).collect())
+    (start, entries)
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-
-/// A small multiplicative hash for integer keys (aggregation is on the hot path for millions
-/// of rows; the keys come from our own indices, so no flooding resistance is needed).
-#[derive(Debug, Default, Clone, Copy)]
-struct FastHasher(u64);
-
-impl FastHasher {
-    const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15; // 2^64 / golden ratio
-    fn mix(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(26) ^ x).wrapping_mul(Self::MULTIPLIER);
+/// Appends one pair's tallies `[lower wins, higher wins, ties, both bad]` as entries whose
+/// u32 fields cannot overflow: a (practically impossible) tally above 2^32/3 is split over
+/// several entries of the same slot, which the resampling sums exactly.
+fn push_entries(entries: &mut Vec<TaskEntry>, slot: u32, tally: [u64; 4]) {
+    const PART: u64 = (u32::MAX / 3) as u64;
+    let [mut lo, mut hi, mut ties, _] = tally;
+    while lo + hi + ties > 0 {
+        let (l, h, t) = (lo.min(PART), hi.min(PART), ties.min(PART));
+        let fits = |x: u64| u32::try_from(x).expect("at most 3·PART fits in u32");
+        entries.push(TaskEntry {
+            slot,
+            twice_w: fits(2 * l + t),
+            n: fits(l + h + t),
+        });
+        (lo, hi, ties) = (lo - l, hi - h, ties - t);
     }
 }
 
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 32)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_tallies_split_into_entries_with_exact_sums() {
+        let part = u64::from(u32::MAX / 3);
+        let tally = [2 * part + 5, 1, part + 3, 7];
+        let mut entries = Vec::new();
+        push_entries(&mut entries, 4, tally);
+        assert_eq!(entries.len(), 3);
+        assert!(entries.iter().all(|e| e.slot == 4));
+        let twice_w: u64 = entries.iter().map(|e| u64::from(e.twice_w)).sum();
+        let n: u64 = entries.iter().map(|e| u64::from(e.n)).sum();
+        assert_eq!(twice_w, 2 * tally[0] + tally[2]);
+        assert_eq!(n, tally[0] + tally[1] + tally[2]);
+        let mut none = Vec::new();
+        push_entries(&mut none, 0, [0, 0, 0, 9]);
+        assert!(none.is_empty(), "both-bad rows bring no cells");
     }
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.mix(u64::from(b)));
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.mix(x);
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.mix(x as u64);
+
+    #[test]
+    fn tasks_are_clusters_in_label_order() {
+        let rows = [
+            (0, 1, Outcome::AWins, 30),
+            (1, 0, Outcome::Tie, 10),
+            (0, 1, Outcome::BothBad, 20),
+            (1, 0, Outcome::AWins, 30),
+        ];
+        let input = BootstrapInput::from_rows(2, rows).expect("valid rows");
+        assert_eq!((input.n_tasks(), input.rows(), input.n_cells()), (3, 4, 4));
+        assert_eq!(input.task_start, vec![0, 1, 1, 2]);
+        let last = input.task_entries[1];
+        assert_eq!((last.twice_w, last.n), (2, 2), "task 30: one win each way");
     }
 }

@@ -227,3 +227,46 @@ proptest! {
         }
     }
 }
+
+/// The resample fits (linearised start + Newton stopped at `RESAMPLE_STEP_TOL`) agree with
+/// fully converged fits of the same resampled data to far better than the resampling noise.
+#[test]
+fn resample_fits_match_fully_converged_fits() {
+    use crate::stats::bradley_terry::{LinearisedStart, Newton};
+    for (unit, p, rows) in [
+        (BootstrapUnit::Comparison, 8, 4000),
+        (BootstrapUnit::Task, 5, 600),
+    ] {
+        let (input, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
+        let pairs = &input.active.models;
+        let full = PairData::from_counts(input.counts(), &input.active);
+        let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
+        let mut data = PairData {
+            w: vec![0.0; pairs.len() + 1],
+            n: vec![0.0; pairs.len() + 1],
+        };
+        let mut scratch = Scratch::default();
+        let mut newton = Newton::new(p);
+        for r in 0..50 {
+            let mut rng = resample_rng(9, r);
+            match unit {
+                BootstrapUnit::Comparison => {
+                    input.resample_comparisons(&mut rng, &mut data, &mut scratch)
+                }
+                BootstrapUnit::Task => input.resample_tasks(&mut rng, &mut data, &mut scratch),
+            }
+            let mut quick = vec![0.0; p];
+            start.start(pairs, &data, &mut quick);
+            newton
+                .solve(pairs, &data, 0.1, &mut quick, RESAMPLE_STEP_TOL)
+                .expect("converges");
+            let mut exact = vec![0.0; p];
+            newton
+                .solve(pairs, &data, 0.1, &mut exact, 1e-13)
+                .expect("converges");
+            for (q, e) in quick.iter().zip(&exact) {
+                assert!((q - e).abs() < 1e-8, "{unit:?} resample {r}: {q} vs {e}");
+            }
+        }
+    }
+}

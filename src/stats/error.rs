@@ -58,9 +58,6 @@ pub enum StatsError {
         /// The number of attempts.
         total: u64,
     },
-    /// A count does not fit the compact 32-bit storage used for per-task cells.
-    #[error("a single task holds more than {max} comparisons of one pair", max = u32::MAX)]
-    CountOverflow,
     /// Newton's method did not reach the tolerance (should not happen: the objective is
     /// strictly convex and smooth).
     #[error("the Bradley-Terry fit did not converge after {iterations} iterations")]

@@ -11,8 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::StatsError;
-use super::binomial::{Multinomial, resample_rng};
 use super::interval::{Interval, percentile_interval};
+use super::multinomial::CellSampler;
+use super::poisson::resample_rng;
 
 /// A pairwise verdict category, as chosen by the judge or by a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,13 +65,11 @@ pub fn kappa_bootstrap(
     if resamples == 0 {
         return Err(StatsError::NoResamples);
     }
-    let table = contingency(judge, human)?;
-    let n: u64 = table.iter().sum();
-    let cells = Multinomial::new(&table);
+    let cells = CellSampler::new(&contingency(judge, human)?);
     let mut samples: Vec<f64> = (0..resamples)
         .filter_map(|r| {
             let mut drawn: Table = [0; CATEGORIES * CATEGORIES];
-            cells.for_each_draw(&mut resample_rng(seed, r), n, |cell, x| drawn[cell] = x);
+            cells.sample(&mut resample_rng(seed, r), &mut drawn);
             kappa_of(&drawn)
         })
         .collect();

@@ -1,70 +1,76 @@
 //! Dense symmetric positive-definite solves (Cholesky) for Newton steps; nothing else.
 
-/// Solves `A x = b` in place for a symmetric positive-definite `A` (row-major, `p × p`).
+/// Solves `A x = b` in place for a symmetric positive-definite `A` (row-major `p × p`, only
+/// the upper triangle `j ≥ i` is read).
 ///
-/// `a` is overwritten by its Cholesky factor `L` (lower triangle, `A = L Lᵀ`, the
-/// Cholesky–Banachiewicz row order so every inner product runs over contiguous memory) and `b`
-/// by the solution. Returns `false`, leaving the buffers in an unspecified state, when `A` is
-/// not numerically positive definite.
+/// `a` is overwritten by the Cholesky factor `U` (upper triangle, `A = UᵀU`) and `b` by the
+/// solution. The factorisation is the outer-product ("right-looking") form, so every inner
+/// loop is an axpy over a contiguous row with no reduction, which vectorises. Returns `false`,
+/// leaving the buffers in an unspecified state, when `A` is not numerically positive definite.
 pub(crate) fn cholesky_solve(a: &mut [f64], b: &mut [f64], p: usize) -> bool {
     debug_assert_eq!(a.len(), p * p);
     debug_assert_eq!(b.len(), p);
     if !factor(a, p) {
         return false;
     }
-    // Forward substitution: L y = b.
-    for i in 0..p {
-        let row = &a[i * p..i * p + i];
-        b[i] = (b[i] - dot(row, &b[..i])) / a[i * p + i];
-    }
-    // Back substitution: Lᵀ x = y, consuming row i of L once x_i is known.
-    for i in (0..p).rev() {
-        let xi = b[i] / a[i * p + i];
-        b[i] = xi;
-        let row = &a[i * p..i * p + i];
-        for (bk, lik) in b[..i].iter_mut().zip(row) {
-            *bk -= lik * xi;
-        }
-    }
+    solve_factored(a, b, p);
     true
 }
 
-/// In-place Cholesky factorisation of the lower triangle; `false` if a pivot is not positive.
-fn factor(a: &mut [f64], p: usize) -> bool {
-    for i in 0..p {
-        let (before, rest) = a.split_at_mut(i * p);
-        let row_i = &mut rest[..p];
-        for j in 0..i {
-            let row_j = &before[j * p..j * p + j];
-            let s = row_i[j] - dot(&row_i[..j], row_j);
-            row_i[j] = s / before[j * p + j];
+/// Solves `UᵀU x = b` in place, where `u` holds the factor written by [`cholesky_solve`] or
+/// [`cholesky_factor`].
+pub(crate) fn solve_factored(u: &[f64], b: &mut [f64], p: usize) {
+    // Uᵀ y = b, column by column: once y_k is known, remove it from the later equations.
+    for k in 0..p {
+        let row = &u[k * p..(k + 1) * p];
+        let yk = b[k] / row[k];
+        b[k] = yk;
+        for (bj, ukj) in b[k + 1..].iter_mut().zip(&row[k + 1..]) {
+            *bj -= yk * ukj;
         }
-        let s = row_i[i] - dot(&row_i[..i], &row_i[..i]);
-        if s.is_nan() || s <= 0.0 {
+    }
+    // U x = y, by rows from the bottom.
+    for i in (0..p).rev() {
+        let row = &u[i * p..(i + 1) * p];
+        let s: f64 = row[i + 1..]
+            .iter()
+            .zip(&b[i + 1..])
+            .map(|(u, x)| u * x)
+            .sum();
+        b[i] = (b[i] - s) / row[i];
+    }
+}
+
+/// Factors `a` in place as in [`cholesky_solve`], for several later solves.
+pub(crate) fn cholesky_factor(a: &mut [f64], p: usize) -> bool {
+    factor(a, p)
+}
+
+/// In-place upper Cholesky factorisation; `false` if a pivot is not positive.
+fn factor(a: &mut [f64], p: usize) -> bool {
+    for k in 0..p {
+        let (done, rest) = a.split_at_mut((k + 1) * p);
+        let row_k = &mut done[k * p..];
+        let pivot = row_k[k];
+        if pivot.is_nan() || pivot <= 0.0 {
             return false;
         }
-        row_i[i] = s.sqrt();
-    }
-    true
-}
-
-/// Inner product with four independent accumulators so the compiler can vectorise it.
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let mut xs = x.chunks_exact(4);
-    let mut ys = y.chunks_exact(4);
-    for (cx, cy) in (&mut xs).zip(&mut ys) {
-        for k in 0..4 {
-            acc[k] += cx[k] * cy[k];
+        let d = pivot.sqrt();
+        row_k[k] = d;
+        row_k[k + 1..].iter_mut().for_each(|u| *u /= d);
+        let row_k = &done[k * p..];
+        // Trailing update: A[i][j] −= U[k][i]·U[k][j] for k < i ≤ j.
+        for (offset, row_i) in rest.chunks_exact_mut(p).enumerate() {
+            let i = k + 1 + offset;
+            let f = row_k[i];
+            if f != 0.0 {
+                for (aij, ukj) in row_i[i..].iter_mut().zip(&row_k[i..]) {
+                    *aij -= f * ukj;
+                }
+            }
         }
     }
-    let tail: f64 = xs
-        .remainder()
-        .iter()
-        .zip(ys.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+    true
 }
 
 #[cfg(test)]
@@ -86,7 +92,14 @@ mod tests {
             }
         }
         let b: Vec<f64> = (0..p).map(|i| i as f64 - 2.5).collect();
-        let (mut factor_buf, mut x) = (a.clone(), b.clone());
+        // Poison the lower triangle: it must not be read.
+        let mut factor_buf = a.clone();
+        for i in 0..p {
+            for j in 0..i {
+                factor_buf[i * p + j] = f64::NAN;
+            }
+        }
+        let mut x = b.clone();
         assert!(cholesky_solve(&mut factor_buf, &mut x, p));
         for i in 0..p {
             let ax: f64 = (0..p).map(|j| a[i * p + j] * x[j]).sum();

@@ -2,7 +2,6 @@
 //! Wilson intervals and Cohen's kappa. Plain f64 code: no I/O, no clock, no global RNG —
 //! seeds and thread counts are passed in.
 
-mod binomial;
 mod bootstrap;
 mod bootstrap_input;
 mod bradley_terry;
@@ -12,6 +11,8 @@ mod error;
 mod interval;
 mod kappa;
 mod linalg;
+mod multinomial;
+mod poisson;
 mod ranks;
 mod wilson;
 

@@ -1,0 +1,578 @@
+//! `judge label`: draw the blind stratified sample, label it in the terminal (or by a script
+//! through stdin, or in a spreadsheet via export/import), and score people against the judge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::Context;
+
+use crate::cli::{
+    Cli, LabelAction, LabelArgs, LabelExportArgs, LabelImportArgs, LabelSampleArgs, LabelScoreArgs,
+};
+use crate::commands::check::load_run;
+use crate::commands::compare::COMPARISONS_FILE;
+use crate::config::load_config;
+use crate::engine::run_dir::{
+    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+};
+use crate::error::{JudgeError, Outcome};
+use crate::label::{
+    Choice, LabelRecord, SampleItem, category, choice_winner, effective_labels, stratified_sample,
+};
+use crate::records::{ComparisonRecord, OutputRecord, Winner};
+use crate::report::label::{Scores, render_scores, score_labels};
+use crate::report::write_stdout_or_file;
+use crate::suite::Suite;
+use crate::time::UtcDateTime;
+
+/// The sample of a run.
+pub const SAMPLE_FILE: &str = "labels/sample.jsonl";
+
+/// Runs `judge label …`.
+pub fn run(cli: &Cli, args: &LabelArgs) -> anyhow::Result<Outcome> {
+    match &args.action {
+        Some(LabelAction::Sample(a)) => sample(cli, a),
+        Some(LabelAction::Export(a)) => export(cli, a),
+        Some(LabelAction::Import(a)) => import(cli, a),
+        Some(LabelAction::Score(a)) => score(cli, a),
+        None => {
+            let run = args.run.as_deref().ok_or_else(|| {
+                JudgeError::usage(
+                    "judge label needs --run NAME (or a subcommand: sample, export, import, score)",
+                )
+            })?;
+            let labeller = args.labeller.as_deref().ok_or_else(|| {
+                JudgeError::usage("judge label needs --labeller ID (your name or initials)")
+            })?;
+            session(cli, run, labeller, args.reveal)
+        }
+    }
+}
+
+/// A run opened for labelling: its sample and everything needed to show items.
+struct Labelling {
+    run_dir: RunDir,
+    suite: Suite,
+    outputs: BTreeMap<(String, String), OutputRecord>,
+    sample: Vec<SampleItem>,
+}
+
+fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
+    let config = load_config(&cli.config)?;
+    let (run_dir, _manifest, suite, outputs) = load_run(&config, run)?;
+    let sample: Vec<SampleItem> = read_jsonl_repairing(&run_dir.file(SAMPLE_FILE))?;
+    if sample.is_empty() {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has no labelling sample; draw one with `judge label sample --run {run} --n 50`"
+        ))
+        .into());
+    }
+    let outputs = outputs
+        .into_iter()
+        .map(|o| ((o.task.clone(), o.model.clone()), o))
+        .collect();
+    Ok(Labelling {
+        run_dir,
+        suite,
+        outputs,
+        sample,
+    })
+}
+
+fn valid_labeller(id: &str) -> Result<(), JudgeError> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    let reserved = ["sample", "agreement"].contains(&id);
+    if ok && !reserved {
+        Ok(())
+    } else {
+        Err(JudgeError::usage(format!(
+            "invalid labeller id `{id}`: use letters, digits, `.`, `_`, `-` (not `sample` or `agreement`)"
+        )))
+    }
+}
+
+fn labels_path(run_dir: &RunDir, labeller: &str) -> PathBuf {
+    run_dir.file(&format!("labels/{labeller}.jsonl"))
+}
+
+fn now() -> String {
+    UtcDateTime::from_system(SystemTime::now()).rfc3339()
+}
+
+/// `judge label sample`.
+fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
+    let config = load_config(&cli.config)?;
+    let (mut run_dir, manifest, _suite, _outputs) = load_run(&config, &args.run)?;
+    let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
+    let judge = pick_judge(&comparisons, args.judge.as_deref(), &args.run)?;
+    let candidates: Vec<&ComparisonRecord> = comparisons
+        .iter()
+        .filter(|c| c.judge == judge && !c.by_failure && c.winner != Winner::Failed)
+        .collect();
+    if candidates.is_empty() {
+        return Err(JudgeError::usage(format!(
+            "judge `{judge}` decided no comparison in run `{}`",
+            args.run
+        ))
+        .into());
+    }
+    let path = run_dir.file(SAMPLE_FILE);
+    if path.exists() && !args.force {
+        return Err(JudgeError::usage(format!(
+            "`{}` already exists; labels refer to it. Pass --force to draw a new sample (existing labels then refer to the old one)",
+            path.display()
+        ))
+        .into());
+    }
+    run_dir.create_and_lock()?;
+    let seed = args.seed.unwrap_or(manifest.seed);
+    let items = stratified_sample(&candidates, args.n, seed);
+    write_jsonl_atomic(&path, &items)?;
+    let tasks: BTreeSet<&str> = items.iter().map(|i| i.task.as_str()).collect();
+    let pairs: BTreeSet<(&str, &str)> = items
+        .iter()
+        .map(|i| (i.model_a.as_str(), i.model_b.as_str()))
+        .collect();
+    eprintln!(
+        "sampled {} of {} comparisons by `{judge}` (seed {seed}) over {} tasks and {} model pairs into {}",
+        items.len(),
+        candidates.len(),
+        tasks.len(),
+        pairs.len(),
+        path.display()
+    );
+    Ok(Outcome::Success)
+}
+
+fn pick_judge(
+    comparisons: &[ComparisonRecord],
+    wanted: Option<&str>,
+    run: &str,
+) -> anyhow::Result<String> {
+    let judges: BTreeSet<&str> = comparisons.iter().map(|c| c.judge.as_str()).collect();
+    match wanted {
+        Some(j) if judges.contains(j) => Ok(j.to_string()),
+        Some(j) => {
+            Err(JudgeError::usage(format!("run `{run}` has no comparisons by judge `{j}`")).into())
+        }
+        None if judges.len() == 1 => Ok(judges.iter().next().expect("one judge").to_string()),
+        None if judges.is_empty() => Err(JudgeError::usage(format!(
+            "run `{run}` has no comparisons; run `judge compare --run {run}` first"
+        ))
+        .into()),
+        None => Err(JudgeError::usage(format!(
+            "run `{run}` has comparisons from several judges ({}); pick one with --judge",
+            judges.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// What a labeller sees for one item: the task and the two answers. Never a model id, never
+/// the judge's verdict.
+pub fn render_item(
+    position: usize,
+    total: usize,
+    item: &SampleItem,
+    task: &str,
+    answer_1: &str,
+    answer_2: &str,
+) -> String {
+    let rule = "─".repeat(72);
+    format!(
+        "{rule}\nItem {position} of {total}  ({})\n{rule}\n\nTASK\n\n{}\n\n{rule}\nANSWER 1\n{rule}\n{}\n\n{rule}\nANSWER 2\n{rule}\n{}\n\n{rule}\n",
+        item.item,
+        task.trim_end(),
+        answer_1.trim_end(),
+        answer_2.trim_end()
+    )
+}
+
+const KEYS_HELP: &str = "Which answer is better?  1 · 2 · t tie · b both bad · s skip · u undo · v view in pager · q quit";
+
+fn answers<'a>(l: &'a Labelling, item: &SampleItem) -> (&'a str, &'a str, &'a str) {
+    let (m1, m2) = item.shown();
+    let text = |m: &str| {
+        l.outputs
+            .get(&(item.task.clone(), m.to_string()))
+            .and_then(|o| o.text.as_deref())
+            .unwrap_or("(no output)")
+    };
+    let task = l
+        .suite
+        .task(&item.task)
+        .map_or("(task missing from suite)", |t| t.prompt.as_str());
+    (task, text(m1), text(m2))
+}
+
+/// Reads one key per press on a terminal (cbreak mode through `stty`), or one per line
+/// otherwise; `None` at the end of input.
+struct Keys {
+    tty: Option<TtyMode>,
+    stdin: std::io::StdinLock<'static>,
+}
+
+/// Restores the terminal mode on drop.
+struct TtyMode {
+    saved: String,
+}
+
+impl Drop for TtyMode {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("stty")
+            .arg(&self.saved)
+            .stdin(std::fs::File::open("/dev/tty").map_or(std::process::Stdio::null(), Into::into))
+            .status();
+    }
+}
+
+impl Keys {
+    fn new() -> Self {
+        let stdin = std::io::stdin().lock();
+        let tty = std::io::stdin().is_terminal().then(enter_cbreak).flatten();
+        Keys { tty, stdin }
+    }
+
+    fn next(&mut self) -> Option<char> {
+        if self.tty.is_some() {
+            let mut b = [0u8; 1];
+            loop {
+                match std::io::Read::read(&mut self.stdin, &mut b) {
+                    Ok(0) | Err(_) => return None,
+                    Ok(_) if b[0].is_ascii_whitespace() => continue,
+                    Ok(_) => return Some(b[0] as char),
+                }
+            }
+        }
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match self.stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    if let Some(c) = line.trim().chars().next() {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn enter_cbreak() -> Option<TtyMode> {
+    let tty = || std::fs::File::open("/dev/tty").ok();
+    let saved = std::process::Command::new("stty")
+        .arg("-g")
+        .stdin(tty()?)
+        .output()
+        .ok()?;
+    let saved = String::from_utf8(saved.stdout).ok()?.trim().to_string();
+    let ok = std::process::Command::new("stty")
+        .args(["-icanon", "-echo", "min", "1"])
+        .stdin(tty()?)
+        .status()
+        .ok()?
+        .success();
+    ok.then_some(TtyMode { saved })
+}
+
+/// Shows `text` in `$PAGER` (default `less -R`).
+fn page(text: &str) {
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+    let mut parts = pager.split_whitespace();
+    let Some(cmd) = parts.next() else { return };
+    if let Ok(mut child) = std::process::Command::new(cmd)
+        .args(parts)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+    {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        let _ = child.wait();
+    }
+}
+
+/// The interactive session.
+fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result<Outcome> {
+    valid_labeller(labeller)?;
+    let mut l = open(cli, run)?;
+    let path = labels_path(&l.run_dir, labeller);
+    let records: Vec<LabelRecord> = read_jsonl_repairing(&path)?;
+    let mut state = effective_labels(&records);
+    let mut history: Vec<String> = records
+        .iter()
+        .filter(|r| r.choice != Choice::Undo)
+        .map(|r| r.item.clone())
+        .collect();
+    l.run_dir.create_and_lock()?;
+    let mut appender = JsonlAppender::open(&path)?;
+    let mut keys = Keys::new();
+    let out = &mut std::io::stdout().lock();
+    let total = l.sample.len();
+    let mut current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    while let Some(pos) = current {
+        let item = l.sample[pos].clone();
+        let (task, a1, a2) = answers(&l, &item);
+        let screen = render_item(pos + 1, total, &item, task, a1, a2);
+        let done = state.values().filter(|v| v.is_some()).count();
+        write!(out, "{screen}[{done} of {total} labelled] {KEYS_HELP}\n> ")?;
+        out.flush()?;
+        let Some(key) = keys.next() else { break };
+        writeln!(out)?;
+        let choice = match key {
+            'q' => break,
+            'v' => {
+                page(&screen);
+                continue;
+            }
+            'u' => {
+                let Some(last) = history
+                    .iter()
+                    .rev()
+                    .find(|it| state.contains_key(*it))
+                    .cloned()
+                else {
+                    writeln!(out, "nothing to undo")?;
+                    continue;
+                };
+                appender.append(&LabelRecord {
+                    item: last.clone(),
+                    labeller: labeller.into(),
+                    choice: Choice::Undo,
+                    winner: None,
+                    at: now(),
+                })?;
+                state.remove(&last);
+                history.retain(|h| h != &last);
+                current = l.sample.iter().position(|i| i.item == last);
+                continue;
+            }
+            k => match Choice::parse(&k.to_string()) {
+                Some(c) => c,
+                None => {
+                    writeln!(out, "unknown key `{k}`")?;
+                    continue;
+                }
+            },
+        };
+        let winner = choice_winner(&item, choice);
+        appender.append(&LabelRecord {
+            item: item.item.clone(),
+            labeller: labeller.into(),
+            choice,
+            winner,
+            at: now(),
+        })?;
+        state.insert(item.item.clone(), winner);
+        history.push(item.item.clone());
+        if reveal && winner.is_some() {
+            let (m1, m2) = item.shown();
+            writeln!(out, "(saved) Answer 1 was `{m1}`, Answer 2 was `{m2}`")?;
+        }
+        current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    }
+    let labelled = state.values().filter(|v| v.is_some()).count();
+    let remaining = l
+        .sample
+        .iter()
+        .filter(|i| !state.contains_key(&i.item))
+        .count();
+    writeln!(
+        out,
+        "{labelled} of {total} labelled by `{labeller}`, {remaining} left; saved in {}",
+        path.display()
+    )?;
+    if remaining > 0 {
+        writeln!(
+            out,
+            "resume with: judge label --run {run} --labeller {labeller}"
+        )?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// `judge label export`: the blind sheet.
+fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
+    let l = open(cli, &args.run)?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["item", "task", "prompt", "answer_1", "answer_2", "choice"])?;
+    for item in &l.sample {
+        let (task, a1, a2) = answers(&l, item);
+        w.write_record([item.item.as_str(), item.task.as_str(), task, a1, a2, ""])?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("failed to build the sheet: {e}"))?;
+    write_stdout_or_file(&bytes, args.output.as_deref())?;
+    if let Some(p) = &args.output {
+        eprintln!(
+            "wrote {} items to {}; fill the `choice` column with 1, 2, tie, both_bad or skip",
+            l.sample.len(),
+            p.display()
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+/// `judge label import`: validates every row first; imports nothing if any row is wrong.
+fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
+    valid_labeller(&args.labeller)?;
+    let mut l = open(cli, &args.run)?;
+    let (records, errors) = read_sheet(&args.file, &l.sample, &args.labeller)?;
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        return Err(JudgeError::usage(format!(
+            "{}: {} invalid row(s); nothing was imported (fix them and import again)",
+            args.file.display(),
+            errors.len()
+        ))
+        .into());
+    }
+    l.run_dir.create_and_lock()?;
+    let path = labels_path(&l.run_dir, &args.labeller);
+    std::fs::create_dir_all(path.parent().expect("labels dir"))
+        .context("failed to create labels/")?;
+    let mut appender = JsonlAppender::open(&path)?;
+    for r in &records {
+        appender.append(r)?;
+    }
+    eprintln!(
+        "imported {} label(s) for `{}` into {}",
+        records.len(),
+        args.labeller,
+        path.display()
+    );
+    Ok(Outcome::Success)
+}
+
+fn read_sheet(
+    file: &Path,
+    sample: &[SampleItem],
+    labeller: &str,
+) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
+    let mut reader = csv::Reader::from_path(file)
+        .map_err(|e| JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display())))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?
+        .clone();
+    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let (Some(item_col), Some(choice_col)) = (col("item"), col("choice")) else {
+        return Err(JudgeError::usage(format!(
+            "{}: the header needs `item` and `choice` columns (as written by `judge label export`)",
+            file.display()
+        ))
+        .into());
+    };
+    let by_id: BTreeMap<&str, &SampleItem> = sample.iter().map(|s| (s.item.as_str(), s)).collect();
+    let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
+    for (i, row) in reader.records().enumerate() {
+        let line = i + 2;
+        let at = |msg: String| format!("{}:{line}: {msg}", file.display());
+        let row = match row {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(at(format!("unreadable row ({e})")));
+                continue;
+            }
+        };
+        let id = row.get(item_col).unwrap_or("").trim();
+        let raw = row.get(choice_col).unwrap_or("").trim();
+        let Some(item) = by_id.get(id) else {
+            errors.push(at(format!(
+                "unknown item `{id}` (not in this run's sample)"
+            )));
+            continue;
+        };
+        if !seen.insert(id.to_string()) {
+            errors.push(at(format!("item `{id}` appears twice")));
+            continue;
+        }
+        if raw.is_empty() {
+            continue;
+        }
+        let Some(choice) = Choice::parse(raw) else {
+            errors.push(at(format!(
+                "choice `{raw}` is not one of 1, 2, tie, both_bad, skip"
+            )));
+            continue;
+        };
+        records.push(LabelRecord {
+            item: id.into(),
+            labeller: labeller.into(),
+            choice,
+            winner: choice_winner(item, choice),
+            at: now(),
+        });
+    }
+    Ok((records, errors))
+}
+
+/// Every labeller's labels in `labels/`.
+pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<LabelRecord>>> {
+    let dir = run_dir.file("labels");
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(out);
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(labeller) = name.strip_suffix(".jsonl") else {
+            continue;
+        };
+        if labeller == "sample" {
+            continue;
+        }
+        out.insert(labeller.to_string(), read_jsonl_repairing(&e.path())?);
+    }
+    Ok(out)
+}
+
+/// `judge label score`.
+fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
+    let l = open(cli, &args.run)?;
+    let comparisons: Vec<ComparisonRecord> =
+        read_jsonl_repairing(&l.run_dir.file(COMPARISONS_FILE))?;
+    let labels = read_all_labels(&l.run_dir)?;
+    if labels.is_empty() {
+        return Err(JudgeError::usage(format!(
+            "no labels yet in run `{}`; label with `judge label --run {} --labeller YOU`",
+            args.run, args.run
+        ))
+        .into());
+    }
+    let verdicts: BTreeMap<&str, Option<crate::stats::LabelCategory>> = l
+        .sample
+        .iter()
+        .map(|s| {
+            let v = comparisons
+                .iter()
+                .find(|c| {
+                    c.judge == s.judge
+                        && c.task == s.task
+                        && c.model_a == s.model_a
+                        && c.model_b == s.model_b
+                })
+                .and_then(|c| category(c.winner));
+            (s.item.as_str(), v)
+        })
+        .collect();
+    let effective: BTreeMap<String, BTreeMap<String, Option<Winner>>> = labels
+        .iter()
+        .map(|(who, recs)| (who.clone(), effective_labels(recs)))
+        .collect();
+    let seed = args.seed.unwrap_or(0);
+    let scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
+    write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
+    write_stdout_or_file(&render_scores(&scores, args.format), args.output.as_deref())?;
+    Ok(Outcome::Success)
+}

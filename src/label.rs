@@ -1,0 +1,371 @@
+//! Human labelling (core, pure): the stratified blind sample, the labels and their
+//! last-one-wins reading, and the agreement statistics between people and the judge.
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::records::{ComparisonRecord, Winner};
+use crate::stats::{Interval, LabelCategory, StatsError, agreement, cohen_kappa, kappa_bootstrap};
+
+/// One item of the sample: a comparison, and which of its answers is shown first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleItem {
+    /// `i0001`, … in sample order.
+    pub item: String,
+    pub task: String,
+    pub model_a: String,
+    pub model_b: String,
+    /// Which model's answer is shown as Answer 1 (randomised per item, seeded).
+    pub first: Side,
+    /// The judge whose verdicts the labels are compared with.
+    pub judge: String,
+}
+
+/// One side of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    ModelA,
+    ModelB,
+}
+
+impl SampleItem {
+    /// The model shown as Answer 1 and as Answer 2.
+    pub fn shown(&self) -> (&str, &str) {
+        match self.first {
+            Side::ModelA => (&self.model_a, &self.model_b),
+            Side::ModelB => (&self.model_b, &self.model_a),
+        }
+    }
+}
+
+/// What a labeller chose, as pressed (position-relative) or a control action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Choice {
+    /// Answer 1 is better.
+    #[serde(rename = "1")]
+    First,
+    /// Answer 2 is better.
+    #[serde(rename = "2")]
+    Second,
+    Tie,
+    BothBad,
+    /// Seen, not labelled.
+    Skip,
+    /// Takes back the labeller's earlier label of this item.
+    Undo,
+}
+
+impl Choice {
+    /// Parses a key or a sheet cell: `1`, `2`, `t`/`tie`, `b`/`both_bad`/`both bad`, `s`/`skip`.
+    pub fn parse(s: &str) -> Option<Choice> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "1" => Some(Choice::First),
+            "2" => Some(Choice::Second),
+            "t" | "tie" => Some(Choice::Tie),
+            "b" | "both_bad" | "both bad" | "bothbad" => Some(Choice::BothBad),
+            "s" | "skip" => Some(Choice::Skip),
+            _ => None,
+        }
+    }
+}
+
+/// One line of `labels/<labeller>.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelRecord {
+    pub item: String,
+    pub labeller: String,
+    pub choice: Choice,
+    /// The choice in model terms (`model_a`, `model_b`, `tie`, `both_bad`); `null` for skip/undo.
+    pub winner: Option<Winner>,
+    pub at: String,
+}
+
+/// The model-level outcome of a position-relative choice.
+pub fn choice_winner(item: &SampleItem, choice: Choice) -> Option<Winner> {
+    let first_is_a = item.first == Side::ModelA;
+    match choice {
+        Choice::First => Some(if first_is_a {
+            Winner::ModelA
+        } else {
+            Winner::ModelB
+        }),
+        Choice::Second => Some(if first_is_a {
+            Winner::ModelB
+        } else {
+            Winner::ModelA
+        }),
+        Choice::Tie => Some(Winner::Tie),
+        Choice::BothBad => Some(Winner::BothBad),
+        Choice::Skip | Choice::Undo => None,
+    }
+}
+
+/// The effective state per item after reading a labeller's records in order: the last
+/// label wins; an undo removes it. `Some(None)` = skipped.
+pub fn effective_labels(records: &[LabelRecord]) -> BTreeMap<String, Option<Winner>> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        match r.choice {
+            Choice::Undo => {
+                out.remove(&r.item);
+            }
+            _ => {
+                out.insert(r.item.clone(), r.winner);
+            }
+        }
+    }
+    out
+}
+
+/// Draws `n` comparisons spread evenly over tasks and model pairs: every task is covered
+/// before any task repeats; among items of equally covered tasks, the least covered pair comes
+/// first; the rest is random (seeded). Which answer is shown first is drawn per item, seeded
+/// and independent of the judge's ordering.
+pub fn stratified_sample(candidates: &[&ComparisonRecord], n: usize, seed: u64) -> Vec<SampleItem> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut pool: Vec<(u64, &ComparisonRecord)> =
+        candidates.iter().map(|c| (rng.next_u64(), *c)).collect();
+    pool.sort_by_key(|(r, _)| *r);
+    let mut task_count: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut pair_count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(n.min(pool.len()));
+    while out.len() < n && !pool.is_empty() {
+        let best = (0..pool.len())
+            .min_by_key(|&i| {
+                let c = pool[i].1;
+                let t = task_count.get(c.task.as_str()).copied().unwrap_or(0);
+                let p = pair_count
+                    .get(&(c.model_a.as_str(), c.model_b.as_str()))
+                    .copied()
+                    .unwrap_or(0);
+                (t, p, i)
+            })
+            .expect("pool is not empty");
+        let (_, c) = pool.remove(best);
+        *task_count.entry(c.task.as_str()).or_default() += 1;
+        *pair_count
+            .entry((c.model_a.as_str(), c.model_b.as_str()))
+            .or_default() += 1;
+        let first = if rng.next_u32() & 1 == 0 {
+            Side::ModelA
+        } else {
+            Side::ModelB
+        };
+        out.push(SampleItem {
+            item: format!("i{:04}", out.len() + 1),
+            task: c.task.clone(),
+            model_a: c.model_a.clone(),
+            model_b: c.model_b.clone(),
+            first,
+            judge: c.judge.clone(),
+        });
+    }
+    out
+}
+
+/// A winner as a label category (`None` for failed).
+pub fn category(w: Winner) -> Option<LabelCategory> {
+    crate::judging::winner_category(w)
+}
+
+/// Agreement of one rater (or all pooled) with a reference, over paired categories.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgreementStats {
+    pub items: usize,
+    pub agreement: Option<f64>,
+    /// Agreement over the items where neither side said tie.
+    pub agreement_excluding_ties: Option<f64>,
+    pub items_excluding_ties: usize,
+    pub kappa: Option<f64>,
+    /// 95% bootstrap interval of kappa over items.
+    pub kappa_ci: Option<Interval>,
+    /// Rows: the reference (judge, or first person) `a, b, tie, both_bad`; columns: the other.
+    pub confusion: [[u64; 4]; 4],
+}
+
+/// Agreement statistics of paired labels `(reference, other)`.
+pub fn agreement_stats(
+    pairs: &[(LabelCategory, LabelCategory)],
+    resamples: usize,
+    seed: u64,
+) -> Result<AgreementStats, StatsError> {
+    let (x, y): (Vec<LabelCategory>, Vec<LabelCategory>) = pairs.iter().copied().unzip();
+    let no_ties: Vec<(LabelCategory, LabelCategory)> = pairs
+        .iter()
+        .copied()
+        .filter(|(a, b)| *a != LabelCategory::Tie && *b != LabelCategory::Tie)
+        .collect();
+    let (nx, ny): (Vec<LabelCategory>, Vec<LabelCategory>) = no_ties.iter().copied().unzip();
+    let mut confusion = [[0u64; 4]; 4];
+    for (a, b) in pairs {
+        confusion[index(*a)][index(*b)] += 1;
+    }
+    Ok(AgreementStats {
+        items: pairs.len(),
+        agreement: agreement(&x, &y)?,
+        agreement_excluding_ties: agreement(&nx, &ny)?,
+        items_excluding_ties: no_ties.len(),
+        kappa: cohen_kappa(&x, &y)?,
+        kappa_ci: if pairs.is_empty() {
+            None
+        } else {
+            kappa_bootstrap(&x, &y, resamples, seed)?
+        },
+        confusion,
+    })
+}
+
+fn index(c: LabelCategory) -> usize {
+    match c {
+        LabelCategory::A => 0,
+        LabelCategory::B => 1,
+        LabelCategory::Tie => 2,
+        LabelCategory::BothBad => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(task: &str, a: &str, b: &str) -> ComparisonRecord {
+        ComparisonRecord {
+            task: task.into(),
+            judge: "j".into(),
+            model_a: a.into(),
+            model_b: b.into(),
+            winner: Winner::ModelA,
+            flipped: false,
+            by_failure: false,
+        }
+    }
+
+    fn grid(tasks: usize, models: &[&str]) -> Vec<ComparisonRecord> {
+        let mut out = Vec::new();
+        for t in 0..tasks {
+            for (i, a) in models.iter().enumerate() {
+                for b in &models[i + 1..] {
+                    out.push(comparison(&format!("t{t:02}"), a, b));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_task_is_covered_before_one_repeats() {
+        let all = grid(7, &["a", "b", "c", "d"]);
+        let refs: Vec<&ComparisonRecord> = all.iter().collect();
+        for seed in 0..20 {
+            let s = stratified_sample(&refs, 20, seed);
+            assert_eq!(s.len(), 20);
+            let mut seen = std::collections::BTreeMap::new();
+            for (k, item) in s.iter().enumerate() {
+                let c = seen.entry(item.task.clone()).or_insert(0);
+                *c += 1;
+                let round = k / 7;
+                assert!(
+                    *c <= round + 1,
+                    "seed {seed}: task {} repeated early at {k}",
+                    item.task
+                );
+            }
+            let mut pairs = std::collections::BTreeMap::new();
+            for item in &s[..6] {
+                *pairs
+                    .entry((item.model_a.clone(), item.model_b.clone()))
+                    .or_insert(0) += 1;
+            }
+            assert_eq!(
+                pairs.len(),
+                6,
+                "seed {seed}: the first six items cover the six pairs"
+            );
+        }
+    }
+
+    #[test]
+    fn sample_is_seeded_and_order_is_randomised() {
+        let all = grid(10, &["a", "b", "c"]);
+        let refs: Vec<&ComparisonRecord> = all.iter().collect();
+        assert_eq!(
+            stratified_sample(&refs, 15, 3),
+            stratified_sample(&refs, 15, 3)
+        );
+        assert_ne!(
+            stratified_sample(&refs, 15, 3),
+            stratified_sample(&refs, 15, 4)
+        );
+        let s = stratified_sample(&refs, 30, 3);
+        let firsts = s.iter().filter(|i| i.first == Side::ModelA).count();
+        assert!(
+            firsts > 5 && firsts < 25,
+            "{firsts} of 30 shown model_a first"
+        );
+        assert_eq!(
+            stratified_sample(&refs, 100, 3).len(),
+            30,
+            "no more than the candidates"
+        );
+    }
+
+    #[test]
+    fn position_choice_maps_to_models() {
+        let mut item = SampleItem {
+            item: "i0001".into(),
+            task: "t".into(),
+            model_a: "a".into(),
+            model_b: "b".into(),
+            first: Side::ModelB,
+            judge: "j".into(),
+        };
+        assert_eq!(item.shown(), ("b", "a"));
+        assert_eq!(choice_winner(&item, Choice::First), Some(Winner::ModelB));
+        assert_eq!(choice_winner(&item, Choice::Second), Some(Winner::ModelA));
+        item.first = Side::ModelA;
+        assert_eq!(choice_winner(&item, Choice::First), Some(Winner::ModelA));
+        assert_eq!(choice_winner(&item, Choice::Skip), None);
+    }
+
+    #[test]
+    fn last_label_wins_and_undo_removes() {
+        let rec = |item: &str, choice, winner| LabelRecord {
+            item: item.into(),
+            labeller: "p".into(),
+            choice,
+            winner,
+            at: String::new(),
+        };
+        let labels = effective_labels(&[
+            rec("i1", Choice::First, Some(Winner::ModelA)),
+            rec("i2", Choice::Tie, Some(Winner::Tie)),
+            rec("i1", Choice::Second, Some(Winner::ModelB)),
+            rec("i2", Choice::Undo, None),
+            rec("i3", Choice::Skip, None),
+        ]);
+        assert_eq!(labels.get("i1"), Some(&Some(Winner::ModelB)));
+        assert_eq!(labels.get("i2"), None);
+        assert_eq!(labels.get("i3"), Some(&None));
+    }
+
+    #[test]
+    fn agreement_stats_on_a_small_case() {
+        use LabelCategory::{A, B, Tie};
+        let pairs = [(A, A), (B, B), (Tie, A), (A, B)];
+        let s = agreement_stats(&pairs, 1000, 1).expect("stats");
+        assert_eq!(s.items, 4);
+        assert_eq!(s.agreement, Some(0.5));
+        assert_eq!(s.items_excluding_ties, 3);
+        assert!((s.agreement_excluding_ties.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(s.confusion[0], [1, 1, 0, 0]);
+        assert_eq!(s.confusion[2], [1, 0, 0, 0]);
+        let k = s.kappa.unwrap();
+        let ci = s.kappa_ci.unwrap();
+        assert!(ci.lo <= k && k <= ci.hi && (-1.0..=1.0).contains(&k));
+    }
+}

@@ -1,0 +1,293 @@
+//! Agreement between people and the judge (`judge label score`): the statistics per labeller
+//! and overall, human–human agreement, coverage per stratum, and their renderings. Pure.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Format, fmt_float, render_markdown, summary::render_table_aligned};
+use crate::label::{AgreementStats, SampleItem, agreement_stats, category};
+use crate::records::{SCHEMA_VERSION, Winner};
+use crate::stats::{LabelCategory, StatsError};
+
+/// How to read kappa next to raw agreement; printed with every human-readable score.
+pub const KAPPA_NOTE: &str = "Agreement is the share of items where the person chose what the judge chose. Kappa corrects it for the agreement expected by chance from each side's label frequencies: 0 = no better than chance, 1 = perfect; compare the judge's kappa with the human-human kappa (the ceiling).";
+
+/// One labeller against the judge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabellerScore {
+    pub labeller: String,
+    /// Items labelled (skips excluded).
+    pub labelled: usize,
+    pub skipped: usize,
+    pub vs_judge: AgreementStats,
+}
+
+/// Two people on the items both labelled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HumanPair {
+    pub labeller_1: String,
+    pub labeller_2: String,
+    pub stats: AgreementStats,
+}
+
+/// One stratum's coverage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stratum {
+    pub stratum: String,
+    pub sampled: usize,
+    /// Sampled items labelled by at least one person.
+    pub labelled: usize,
+}
+
+/// The whole score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scores {
+    pub schema_version: u32,
+    pub judge: String,
+    pub sample_size: usize,
+    pub seed: u64,
+    pub resamples: usize,
+    pub labellers: Vec<LabellerScore>,
+    /// Every person's labels pooled against the judge.
+    pub overall: AgreementStats,
+    pub human_human: Vec<HumanPair>,
+    pub coverage_by_task: Vec<Stratum>,
+    pub coverage_by_pair: Vec<Stratum>,
+    pub note: &'static str,
+}
+
+type Labels = BTreeMap<String, BTreeMap<String, Option<Winner>>>;
+
+/// Scores every labeller against the judge's combined verdicts (`verdicts`: item → category,
+/// `None` when the judge failed) and against each other.
+pub fn score_labels(
+    sample: &[SampleItem],
+    verdicts: &BTreeMap<&str, Option<LabelCategory>>,
+    labels: &Labels,
+    resamples: usize,
+    seed: u64,
+) -> Result<Scores, StatsError> {
+    let human = |w: &Option<Winner>| w.and_then(category);
+    let mut pooled = Vec::new();
+    let mut labellers = Vec::new();
+    for (who, items) in labels {
+        let pairs: Vec<(LabelCategory, LabelCategory)> = items
+            .iter()
+            .filter_map(|(item, w)| {
+                Some((verdicts.get(item.as_str()).copied().flatten()?, human(w)?))
+            })
+            .collect();
+        pooled.extend(pairs.iter().copied());
+        labellers.push(LabellerScore {
+            labeller: who.clone(),
+            labelled: items.values().filter(|w| w.is_some()).count(),
+            skipped: items.values().filter(|w| w.is_none()).count(),
+            vs_judge: agreement_stats(&pairs, resamples, seed)?,
+        });
+    }
+    let names: Vec<&String> = labels.keys().collect();
+    let mut human_human = Vec::new();
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            let pairs: Vec<(LabelCategory, LabelCategory)> = labels[*a]
+                .iter()
+                .filter_map(|(item, w)| Some((human(w)?, human(labels[*b].get(item)?)?)))
+                .collect();
+            if !pairs.is_empty() {
+                human_human.push(HumanPair {
+                    labeller_1: (*a).clone(),
+                    labeller_2: (*b).clone(),
+                    stats: agreement_stats(&pairs, resamples, seed)?,
+                });
+            }
+        }
+    }
+    let labelled_by_anyone = |item: &str| {
+        labels
+            .values()
+            .any(|m| m.get(item).is_some_and(Option::is_some))
+    };
+    let coverage = |key: &dyn Fn(&SampleItem) -> String| {
+        let mut m: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for s in sample {
+            let e = m.entry(key(s)).or_default();
+            e.0 += 1;
+            e.1 += usize::from(labelled_by_anyone(&s.item));
+        }
+        m.into_iter()
+            .map(|(stratum, (sampled, labelled))| Stratum {
+                stratum,
+                sampled,
+                labelled,
+            })
+            .collect()
+    };
+    Ok(Scores {
+        schema_version: SCHEMA_VERSION,
+        judge: sample.first().map(|s| s.judge.clone()).unwrap_or_default(),
+        sample_size: sample.len(),
+        seed,
+        resamples,
+        labellers,
+        overall: agreement_stats(&pooled, resamples, seed)?,
+        human_human,
+        coverage_by_task: coverage(&|s| s.task.clone()),
+        coverage_by_pair: coverage(&|s| format!("{} vs {}", s.model_a, s.model_b)),
+        note: KAPPA_NOTE,
+    })
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or("n/a".into(), |v| fmt_float(v, 3))
+}
+
+fn row(name: &str, labelled: usize, s: &AgreementStats) -> Vec<String> {
+    vec![
+        name.to_string(),
+        labelled.to_string(),
+        s.items.to_string(),
+        opt(s.agreement),
+        opt(s.agreement_excluding_ties),
+        opt(s.kappa),
+        s.kappa_ci.map_or("n/a".into(), |i| {
+            format!("[{}, {}]", fmt_float(i.lo, 3), fmt_float(i.hi, 3))
+        }),
+    ]
+}
+
+const HEADER: [&str; 7] = [
+    "labeller",
+    "labelled",
+    "vs judge",
+    "agreement",
+    "excl. ties",
+    "kappa",
+    "kappa 95% CI",
+];
+
+fn rows(s: &Scores) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = s
+        .labellers
+        .iter()
+        .map(|l| row(&l.labeller, l.labelled, &l.vs_judge))
+        .collect();
+    let total: usize = s.labellers.iter().map(|l| l.labelled).sum();
+    out.push(row("all", total, &s.overall));
+    out
+}
+
+fn text_report(s: &Scores, markdown: bool) -> String {
+    let mut out = format!(
+        "judge: {} · sample: {} items · kappa interval: 95% bootstrap over items ({} resamples, seed {})\n\n",
+        s.judge, s.sample_size, s.resamples, s.seed
+    );
+    let table = |header: &[&str], body: Vec<Vec<String>>| {
+        if markdown {
+            render_markdown(header, &body)
+        } else {
+            let mut t = vec![header.iter().map(|h| (*h).to_string()).collect()];
+            t.extend(body);
+            render_table_aligned(&t, 1)
+        }
+    };
+    out.push_str(&table(&HEADER, rows(s)));
+    let cats = ["a", "b", "tie", "both_bad"];
+    let confusion: Vec<Vec<String>> = cats
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut r = vec![format!("judge {c}")];
+            r.extend(s.overall.confusion[i].iter().map(u64::to_string));
+            r
+        })
+        .collect();
+    out.push_str("\nconfusion (rows: judge, columns: people)\n");
+    out.push_str(&table(&["", "a", "b", "tie", "both_bad"], confusion));
+    if !s.human_human.is_empty() {
+        out.push_str("\nhuman-human (the ceiling to compare the judge with)\n");
+        let body = s
+            .human_human
+            .iter()
+            .map(|h| {
+                row(
+                    &format!("{} vs {}", h.labeller_1, h.labeller_2),
+                    h.stats.items,
+                    &h.stats,
+                )
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "labellers",
+                "shared",
+                "paired",
+                "agreement",
+                "excl. ties",
+                "kappa",
+                "kappa 95% CI",
+            ],
+            body,
+        ));
+    }
+    let covered = |v: &[Stratum]| v.iter().filter(|x| x.labelled > 0).count();
+    out.push_str(&format!(
+        "\ncoverage: {} of {} tasks and {} of {} model pairs have at least one labelled item\n{}\n",
+        covered(&s.coverage_by_task),
+        s.coverage_by_task.len(),
+        covered(&s.coverage_by_pair),
+        s.coverage_by_pair.len(),
+        KAPPA_NOTE
+    ));
+    out
+}
+
+/// Renders the score in `format` (CSV: one row per labeller plus `all`).
+pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
+    match format {
+        Format::Table => text_report(s, false).into_bytes(),
+        Format::Md => text_report(s, true).into_bytes(),
+        Format::Json => {
+            let mut out = serde_json::to_vec_pretty(s).expect("scores always serialise");
+            out.push(b'\n');
+            out
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([
+                "labeller",
+                "labelled",
+                "items_vs_judge",
+                "agreement",
+                "agreement_excluding_ties",
+                "kappa",
+                "kappa_ci_low",
+                "kappa_ci_high",
+            ])
+            .expect("writing to memory cannot fail");
+            let mut emit = |name: &str, labelled: usize, st: &AgreementStats| {
+                let f = |x: Option<f64>| x.map_or(String::new(), |v| fmt_float(v, 4));
+                w.write_record([
+                    name.to_string(),
+                    labelled.to_string(),
+                    st.items.to_string(),
+                    f(st.agreement),
+                    f(st.agreement_excluding_ties),
+                    f(st.kappa),
+                    f(st.kappa_ci.map(|i| i.lo)),
+                    f(st.kappa_ci.map(|i| i.hi)),
+                ])
+                .expect("writing to memory cannot fail");
+            };
+            for l in &s.labellers {
+                emit(&l.labeller, l.labelled, &l.vs_judge);
+            }
+            emit(
+                "all",
+                s.labellers.iter().map(|l| l.labelled).sum(),
+                &s.overall,
+            );
+            w.into_inner().expect("writing to memory cannot fail")
+        }
+    }
+}
