@@ -53,7 +53,7 @@ fn multinomial_over_cells_matches_row_resampling() {
     let n = rows.len() as u64;
     let sampler = CellSampler::new(&weights);
     assert_eq!((sampler.len(), sampler.total()), (k, n));
-    let reps = 100_000;
+    let reps = 40_000;
     let (mut cells, mut by_rows) = (Moments::new(k), Moments::new(k));
     let mut out = vec![0u64; k];
     for r in 0..reps {
@@ -103,7 +103,7 @@ fn joint_distribution_is_exactly_multinomial() {
     let weights = [3u64, 5, 12];
     let n = 20u64;
     let sampler = CellSampler::new(&weights);
-    let draws = 300_000;
+    let draws = 150_000;
     let mut observed = std::collections::BTreeMap::new();
     let mut out = [0u64; 3];
     for r in 0..draws {

@@ -7,4 +7,5 @@ mod common;
 mod check;
 mod compare;
 mod generate;
+mod label;
 mod rank;

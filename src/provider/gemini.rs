@@ -1,0 +1,534 @@
+//! Gemini API `generateContent` translation: `ChatRequest` → request path and body, response
+//! body → `ChatReply` or a classified error. Pure; `http.rs` sends it (key in
+//! [`API_KEY_HEADER`]) and must not need to know the body's shape.
+//!
+//! The model is named in the path ([`path`]), not in the body, so a cache key built from the
+//! body alone would mix up models: it must include the path (or the model) as well.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt};
+
+/// The `base_url` used when the config gives none.
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// The header that carries the API key.
+pub const API_KEY_HEADER: &str = "x-goog-api-key";
+
+/// The path appended to `base_url` for `model`: `/models/{model}:generateContent`. A leading
+/// `models/` (the resource name `ListModels` returns) is accepted and not doubled. The model
+/// is not in the body, so the cache key must include this path.
+pub fn path(model: &str) -> String {
+    let model = model.strip_prefix("models/").unwrap_or(model);
+    format!("/models/{model}:generateContent")
+}
+
+/// The JSON body for a request: system messages joined (blank line between) into
+/// `systemInstruction` (omitted when there are none), the others in `contents` in order with
+/// `assistant` → `model`, and `generationConfig` with `maxOutputTokens` and `temperature`.
+pub fn build_request(req: &ChatRequest) -> Value {
+    let system: Vec<&str> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == "system")
+        .map(|m| m.content.as_str())
+        .collect();
+    let contents: Vec<Value> = req
+        .messages
+        .iter()
+        .filter(|m| m.role != "system")
+        .map(|m| {
+            let role = if m.role == "assistant" { "model" } else { m.role.as_str() };
+            json!({"role": role, "parts": [{"text": m.content}]})
+        })
+        .collect();
+    let mut body = json!({
+        "contents": contents,
+        "generationConfig": {
+            "maxOutputTokens": req.max_tokens,
+            "temperature": req.temperature,
+        },
+    });
+    if !system.is_empty() {
+        body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
+    }
+    body
+}
+
+/// Parses a 2xx response body.
+pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ProviderError::new(
+            ErrorClass::MalformedResponse,
+            format!(
+                "response is not JSON ({e}): {}",
+                excerpt(&String::from_utf8_lossy(body), 200)
+            ),
+        )
+    })?;
+    parse_reply_value(&value)
+}
+
+/// Parses a 2xx response already decoded as JSON (e.g. from the cache). The text is the
+/// `text` of every part of the first candidate, thought parts skipped; `finishReason` is
+/// normalised (`STOP` → `stop`, `MAX_TOKENS` → `length`, the text kept, others lowercased).
+/// A safety-type finish reason, a blocked prompt, no candidate or an empty text is an error.
+pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
+    if let Some(error) = value.get("error") {
+        return Err(error_in_body(error));
+    }
+    let known = ["candidates", "promptFeedback", "usageMetadata"];
+    if !known.iter().any(|k| value.get(k).is_some()) {
+        return Err(malformed(value, "no candidates, promptFeedback or usageMetadata"));
+    }
+    let usage = value.get("usageMetadata").map(usage_from);
+    let candidate = match value.get("candidates") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(all)) => all.first(),
+        Some(_) => return Err(malformed(value, "candidates is not an array")),
+    };
+    let Some(candidate) = candidate else {
+        return Err(no_candidate(value));
+    };
+    let text = candidate_text(candidate).map_err(|what| malformed(value, what))?;
+    let reason = candidate.get("finishReason").and_then(Value::as_str);
+    if let Some(r) = reason
+        && is_block(r, &text)
+    {
+        return Err(blocked(candidate, r));
+    }
+    if text.trim().is_empty() {
+        return Err(ProviderError::new(
+            ErrorClass::EmptyOutput,
+            format!("empty reply (finishReason: {})", reason.unwrap_or("none")),
+        ));
+    }
+    Ok(ChatReply {
+        text,
+        finish_reason: reason.map(normalise_finish_reason),
+        usage,
+    })
+}
+
+/// Classifies a non-2xx response: 400 with an invalid API key, 401 and 403 auth; 404 unknown
+/// model; 429 quota exhausted when the body says a daily (or zero) quota is used up, else rate
+/// limited with the body's `RetryInfo.retryDelay` as `retry_after`; 408 timeout; 5xx server
+/// error; other 4xx client error.
+pub fn classify_status(status: u16, body: &str) -> ProviderError {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let class = class_for(status, body, error);
+    let mut e = ProviderError::new(class, format!("HTTP {status}: {}", excerpt(body, 300)));
+    e.status = Some(status);
+    if class == ErrorClass::RateLimited {
+        e.retry_after = error.and_then(retry_delay);
+    }
+    e
+}
+
+/// `error` is the parsed `error` object of the body, when it has one.
+fn class_for(status: u16, body: &str, error: Option<&Value>) -> ErrorClass {
+    let lower = body.to_ascii_lowercase();
+    match status {
+        400 if lower.contains("api_key_invalid") || lower.contains("api key not valid") => {
+            ErrorClass::Auth
+        }
+        401 | 403 => ErrorClass::Auth,
+        404 => ErrorClass::UnknownModel,
+        429 if is_quota_exhausted(&lower, error) => ErrorClass::QuotaExhausted,
+        429 => ErrorClass::RateLimited,
+        408 => ErrorClass::Timeout,
+        500..=599 => ErrorClass::ServerError,
+        _ => ErrorClass::ClientError,
+    }
+}
+
+/// A 429 that waiting minutes does not fix. Gemini sends 429 `RESOURCE_EXHAUSTED` with the
+/// same "exceeded your current quota … billing" text for per-minute and per-day limits, so the
+/// `QuotaFailure` violations decide when present: any per-day quota, or a quota of 0 (the tier
+/// has none for this model), is exhausted; only per-minute quotas is a rate limit. Without
+/// violations the text decides.
+fn is_quota_exhausted(lower_body: &str, error: Option<&Value>) -> bool {
+    let violations = quota_violations(error);
+    if violations.iter().any(|v| quota_id(v).contains("PerDay"))
+        || violations.iter().any(|v| v.get("quotaValue").and_then(Value::as_str) == Some("0"))
+        || lower_body.contains("limit: 0,")
+    {
+        return true;
+    }
+    if !violations.is_empty() && violations.iter().all(|v| quota_id(v).contains("PerMinute")) {
+        return false;
+    }
+    lower_body.contains("exceeded your current quota")
+        && (lower_body.contains("billing") || lower_body.contains("check your plan"))
+}
+
+fn quota_id(violation: &Value) -> &str {
+    violation.get("quotaId").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The `details` entries of `error` whose `@type` ends with `type`.
+fn details_of<'a>(error: Option<&'a Value>, kind: &str) -> Vec<&'a Value> {
+    let details = error.and_then(|e| e.get("details")).and_then(Value::as_array);
+    details
+        .into_iter()
+        .flatten()
+        .filter(|d| d.get("@type").and_then(Value::as_str).is_some_and(|t| t.ends_with(kind)))
+        .collect()
+}
+
+fn quota_violations(error: Option<&Value>) -> Vec<&Value> {
+    details_of(error, "google.rpc.QuotaFailure")
+        .into_iter()
+        .filter_map(|d| d.get("violations").and_then(Value::as_array))
+        .flatten()
+        .collect()
+}
+
+/// `RetryInfo.retryDelay` (a protobuf duration such as `"41s"` or `"20.5s"`).
+fn retry_delay(error: &Value) -> Option<Duration> {
+    let delay = details_of(Some(error), "google.rpc.RetryInfo")
+        .into_iter()
+        .find_map(|d| d.get("retryDelay").and_then(Value::as_str))?;
+    let secs: f64 = delay.strip_suffix('s')?.parse().ok()?;
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// An `{"error": {...}}` object in a 2xx body: classified like the `code` it carries, or
+/// malformed without one.
+fn error_in_body(error: &Value) -> ProviderError {
+    let text = error.to_string();
+    let class = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .map_or(ErrorClass::MalformedResponse, |c| {
+            class_for(c, &text, Some(error))
+        });
+    ProviderError::new(
+        class,
+        format!("error object in a 2xx response: {}", excerpt(&text, 300)),
+    )
+}
+
+fn usage_from(meta: &Value) -> Usage {
+    let count = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: count("promptTokenCount"),
+        // Thinking tokens are billed as output, as in the other providers' output counts.
+        output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+    }
+}
+
+/// Joins the `text` of the candidate's parts, skipping parts without text and thought parts.
+/// A candidate without `content` (e.g. stopped for safety) has no text.
+fn candidate_text(candidate: &Value) -> Result<String, &'static str> {
+    let parts = match candidate.get("content").map(|c| c.get("parts")) {
+        None | Some(None | Some(Value::Null)) => return Ok(String::new()),
+        Some(Some(Value::Array(parts))) => parts,
+        Some(Some(_)) => return Err("candidates[0].content.parts is not an array"),
+    };
+    let mut text = String::new();
+    for part in parts {
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        match part.get("text") {
+            None => {}
+            Some(Value::String(s)) => text.push_str(s),
+            Some(_) => return Err("a part whose text is not a string"),
+        }
+    }
+    Ok(text)
+}
+
+/// Whether `finishReason` means the provider blocked the reply. `OTHER` counts only when no
+/// text came back: with text it is passed through as `other`.
+fn is_block(reason: &str, text: &str) -> bool {
+    match reason {
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
+        | "IMAGE_SAFETY" => true,
+        "OTHER" => text.trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// `finishReason` in the shared vocabulary: `stop`, `length`, or the value lowercased.
+fn normalise_finish_reason(reason: &str) -> String {
+    match reason {
+        "STOP" => "stop".into(),
+        "MAX_TOKENS" => "length".into(),
+        other => other.to_ascii_lowercase(),
+    }
+}
+
+/// A candidate stopped by a safety-type `finishReason`.
+fn blocked(candidate: &Value, reason: &str) -> ProviderError {
+    let mut message = format!("blocked by the provider: finishReason {reason}");
+    message.push_str(&flagged_ratings(candidate.get("safetyRatings")));
+    if let Some(m) = candidate.get("finishMessage").and_then(Value::as_str) {
+        message.push_str(&format!(": {m}"));
+    }
+    ProviderError::new(ErrorClass::Refusal, excerpt(&message, 400))
+}
+
+/// No candidate: a refusal when `promptFeedback.blockReason` says the prompt was blocked,
+/// else an empty reply.
+fn no_candidate(value: &Value) -> ProviderError {
+    let feedback = value.get("promptFeedback");
+    match feedback.and_then(|f| f.get("blockReason")).and_then(Value::as_str) {
+        Some(reason) => {
+            let ratings = flagged_ratings(feedback.and_then(|f| f.get("safetyRatings")));
+            ProviderError::new(
+                ErrorClass::Refusal,
+                excerpt(
+                    &format!("prompt blocked by the provider: blockReason {reason}{ratings}"),
+                    400,
+                ),
+            )
+        }
+        None => ProviderError::new(ErrorClass::EmptyOutput, "empty reply (no candidates)"),
+    }
+}
+
+/// ` (CATEGORY: PROBABILITY, …)` for the ratings above `NEGLIGIBLE`, or `""`.
+fn flagged_ratings(ratings: Option<&Value>) -> String {
+    let flagged: Vec<String> = ratings
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let category = r.get("category").and_then(Value::as_str)?;
+            let probability = r.get("probability").and_then(Value::as_str)?;
+            let low = ["NEGLIGIBLE", "HARM_PROBABILITY_UNSPECIFIED"];
+            (!low.contains(&probability)).then(|| format!("{category}: {probability}"))
+        })
+        .collect();
+    if flagged.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", flagged.join(", "))
+    }
+}
+
+fn malformed(value: &Value, what: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorClass::MalformedResponse,
+        format!(
+            "unexpected response shape: {what}: {}",
+            excerpt(&value.to_string(), 200)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Message;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/tests/fixtures/providers/gemini/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+    }
+
+    fn fixture_text(name: &str) -> String {
+        String::from_utf8(fixture(name)).expect("fixtures are utf-8")
+    }
+
+    fn request(messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            model: "gemini-2.0-flash".into(),
+            messages,
+            max_tokens: 64,
+            temperature: 0.0,
+        }
+    }
+
+    fn assistant(content: &str) -> Message {
+        Message {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn path_names_the_model() {
+        let cases = [
+            ("gemini-2.0-flash", "/models/gemini-2.0-flash:generateContent"),
+            ("models/gemini-2.5-pro", "/models/gemini-2.5-pro:generateContent"),
+        ];
+        for (model, expected) in cases {
+            assert_eq!(path(model), expected);
+        }
+    }
+
+    #[test]
+    fn request_body_has_system_instruction_roles_and_generation_config() {
+        let req = request(vec![
+            Message::system("be brief"),
+            Message::user("hi"),
+            Message::system("answer in English"),
+            assistant("hello"),
+            Message::user("add 2 and 2"),
+        ]);
+        assert_eq!(
+            build_request(&req),
+            json!({"systemInstruction": {"parts": [{"text": "be brief\n\nanswer in English"}]},
+                   "contents": [{"role": "user", "parts": [{"text": "hi"}]},
+                                {"role": "model", "parts": [{"text": "hello"}]},
+                                {"role": "user", "parts": [{"text": "add 2 and 2"}]}],
+                   "generationConfig": {"maxOutputTokens": 64, "temperature": 0.0}})
+        );
+    }
+
+    #[test]
+    fn request_body_omits_system_instruction_when_there_is_none() {
+        let mut req = request(vec![Message::user("hi")]);
+        req.temperature = 0.7;
+        req.max_tokens = 1024;
+        let body = build_request(&req);
+        assert_eq!(
+            body,
+            json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                   "generationConfig": {"maxOutputTokens": 1024, "temperature": 0.7}})
+        );
+        assert!(body.get("model").is_none(), "the model is in the path");
+    }
+
+    #[test]
+    fn recorded_replies_are_parsed() {
+        let cases = [
+            ("success.json", "```python\ndef add(a, b):\n    return a + b\n```", "stop", 49, 22),
+            ("thinking.json", "Answer A handles the empty list; answer B does not.\nVERDICT: A", "stop", 402, 159),
+            ("length.json", "```python\ndef add(a, b):\n    ret", "length", 49, 8),
+        ];
+        for (file, text, finish, input_tokens, output_tokens) in cases {
+            let r = parse_reply(&fixture(file)).expect(file);
+            assert_eq!(r.text, text, "{file}");
+            assert_eq!(r.finish_reason.as_deref(), Some(finish), "{file}");
+            let usage = Usage {
+                input_tokens,
+                output_tokens,
+            };
+            assert_eq!(r.usage, Some(usage), "{file}");
+        }
+    }
+
+    #[test]
+    fn recorded_failures_are_classified() {
+        let cases = [
+            ("safety.json", ErrorClass::Refusal,
+             "blocked by the provider: finishReason SAFETY (HARM_CATEGORY_HARASSMENT: LOW, HARM_CATEGORY_DANGEROUS_CONTENT: HIGH)"),
+            ("recitation.json", ErrorClass::Refusal, "blocked by the provider: finishReason RECITATION"),
+            ("prompt_blocked.json", ErrorClass::Refusal,
+             "prompt blocked by the provider: blockReason SAFETY (HARM_CATEGORY_HARASSMENT: MEDIUM)"),
+            ("no_candidates.json", ErrorClass::EmptyOutput, "empty reply (no candidates)"),
+            ("empty_content.json", ErrorClass::EmptyOutput, "empty reply (finishReason: STOP)"),
+            ("wrong_shape.json", ErrorClass::MalformedResponse, "unexpected response shape"),
+            ("not_json.txt", ErrorClass::MalformedResponse, "response is not JSON"),
+        ];
+        for (file, class, message) in cases {
+            let e = parse_reply(&fixture(file)).expect_err(file);
+            assert_eq!(e.class, class, "{file}: {}", e.message);
+            assert!(e.message.starts_with(message), "{file}: {}", e.message);
+            assert!(!e.message.contains('\n'), "{file}: one line");
+        }
+    }
+
+    #[test]
+    fn finish_reasons_are_normalised() {
+        let cases = [
+            ("STOP", "stop"),
+            ("MAX_TOKENS", "length"),
+            ("OTHER", "other"),
+            ("LANGUAGE", "language"),
+            ("FINISH_REASON_UNSPECIFIED", "finish_reason_unspecified"),
+        ];
+        for (reason, finish) in cases {
+            let body = json!({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": reason}]});
+            let r = parse_reply_value(&body).expect(reason);
+            assert_eq!(r.finish_reason.as_deref(), Some(finish));
+            assert_eq!(r.usage, None);
+        }
+    }
+
+    #[test]
+    fn odd_bodies_are_classified() {
+        let cases = [
+            (json!({"candidates": [{"finishReason": "OTHER"}]}), ErrorClass::Refusal, "finishReason OTHER"),
+            (json!({"candidates": [{"finishReason": "SPII", "finishMessage": "personal data"}]}),
+             ErrorClass::Refusal, "finishReason SPII: personal data"),
+            (json!({"candidates": [{"content": {"parts": [{"text": "partial"}]}, "finishReason": "PROHIBITED_CONTENT"}]}),
+             ErrorClass::Refusal, "PROHIBITED_CONTENT"),
+            (json!({"candidates": [], "promptFeedback": {"blockReason": "BLOCKLIST"}}),
+             ErrorClass::Refusal, "blockReason BLOCKLIST"),
+            (json!({"candidates": []}), ErrorClass::EmptyOutput, "no candidates"),
+            (json!({"candidates": {"text": "hi"}}), ErrorClass::MalformedResponse, "candidates is not an array"),
+            (json!({"candidates": [{"content": {"parts": "hi"}}]}), ErrorClass::MalformedResponse, "parts is not an array"),
+            (json!({"candidates": [{"content": {"parts": [{"text": 1}]}}]}), ErrorClass::MalformedResponse, "not a string"),
+            (json!({"candidates": [{"content": {"parts": [{"text": "hmm", "thought": true}]},
+                    "finishReason": "MAX_TOKENS"}]}), ErrorClass::EmptyOutput, "MAX_TOKENS"),
+            (json!("hello"), ErrorClass::MalformedResponse, "no candidates, promptFeedback"),
+            (json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+             ErrorClass::ServerError, "overloaded"),
+            (json!({"error": {"code": 400, "message": "API key not valid."}}), ErrorClass::Auth, "API key"),
+            (json!({"error": {"message": "?"}}), ErrorClass::MalformedResponse, "error object"),
+        ];
+        for (body, class, needle) in cases {
+            let e = parse_reply_value(&body).expect_err("an error");
+            assert_eq!(e.class, class, "{body}: {}", e.message);
+            assert!(e.message.contains(needle), "{body}: {}", e.message);
+            assert_eq!(e.status, None);
+        }
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let text_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED"}}"#;
+        let zero_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota. * Quota exceeded for metric: generate_content_free_tier_requests, limit: 0, model: gemini-2.5-pro","status":"RESOURCE_EXHAUSTED"}}"#;
+        let cases = [
+            (400, fixture_text("error_400_invalid.json"), ErrorClass::ClientError),
+            (400, fixture_text("error_400_api_key.json"), ErrorClass::Auth),
+            (401, fixture_text("error_401.json"), ErrorClass::Auth),
+            (403, fixture_text("error_403.json"), ErrorClass::Auth),
+            (404, fixture_text("error_404.json"), ErrorClass::UnknownModel),
+            (408, String::new(), ErrorClass::Timeout),
+            (413, String::new(), ErrorClass::ClientError),
+            (429, fixture_text("error_429_rate.json"), ErrorClass::RateLimited),
+            (429, fixture_text("error_429_quota_daily.json"), ErrorClass::QuotaExhausted),
+            (429, fixture_text("error_429_resource_exhausted.json"), ErrorClass::RateLimited),
+            (429, text_quota.into(), ErrorClass::QuotaExhausted),
+            (429, zero_quota.into(), ErrorClass::QuotaExhausted),
+            (429, "Too Many Requests".into(), ErrorClass::RateLimited),
+            (500, fixture_text("error_500.json"), ErrorClass::ServerError),
+            (502, fixture_text("not_json.txt"), ErrorClass::ServerError),
+            (503, fixture_text("error_503.json"), ErrorClass::ServerError),
+        ];
+        for (status, body, class) in cases {
+            let e = classify_status(status, &body);
+            assert_eq!(e.class, class, "{status} {body}");
+            assert_eq!(e.status, Some(status));
+            assert!(e.message.starts_with(&format!("HTTP {status}: ")), "{}", e.message);
+            assert!(!e.message.contains('\n'), "one line: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn rate_limit_carries_the_retry_delay() {
+        let cases = [
+            (fixture_text("error_429_rate.json"), Some(Duration::from_secs(41))),
+            (r#"{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#.into(),
+             Some(Duration::from_millis(1500))),
+            (fixture_text("error_429_resource_exhausted.json"), None),
+            (fixture_text("error_429_quota_daily.json"), None),
+        ];
+        for (body, delay) in cases {
+            assert_eq!(classify_status(429, &body).retry_after, delay, "{body}");
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! `judge label` end to end: sampling, a scripted session through stdin, resume after a kill,
+//! blindness of the screen and the sheet, import validation, score and the human leaderboard.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::{FakeServer, Project, Received, Reply, text};
+
+const MODELS: [&str; 3] = ["zeta7", "omega3", "kappa9"];
+
+/// Prefers the answer containing BEST, else the one containing GOOD.
+fn judge(req: &Received, _n: usize) -> Reply {
+    let user = req.user_text();
+    let a1 = user
+        .split("<<<ANSWER_1 ")
+        .nth(1)
+        .unwrap_or("")
+        .split("<<<END_ANSWER_1")
+        .next()
+        .unwrap_or("");
+    let a2 = user
+        .split("<<<ANSWER_2 ")
+        .nth(1)
+        .unwrap_or("")
+        .split("<<<END_ANSWER_2")
+        .next()
+        .unwrap_or("");
+    let score = |a: &str| {
+        if a.contains("BEST") {
+            2
+        } else if a.contains("GOOD") {
+            1
+        } else {
+            0
+        }
+    };
+    let v = match score(a1).cmp(&score(a2)) {
+        std::cmp::Ordering::Greater => "1",
+        std::cmp::Ordering::Less => "2",
+        std::cmp::Ordering::Equal => "TIE",
+    };
+    Reply::ok(&format!("Compared.\nVERDICT: {v}"))
+}
+
+/// Three models on eight tasks, generated and compared.
+fn labelled_project(server: &FakeServer) -> Project {
+    let mut config = format!(
+        "[run]\nsuite = \"demo\"\nseed = 9\n\n[providers.answers]\nkind = \"files\"\n\n[providers.j]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\n[[judges]]\nid = \"judge-x\"\nprovider = \"j\"\nmodel = \"jm\"\nfamily = \"judge-labs\"\n",
+        server.url
+    );
+    for m in MODELS {
+        config.push_str(&format!("\n[[models]]\nid = \"{m}\"\nprovider = \"answers\"\nmodel = \"{m}\"\nfamily = \"fam-{m}\"\n"));
+    }
+    let p = Project::with_suite(8, &config);
+    for i in 1..=8 {
+        p.write(
+            &format!("suites/demo/answers/zeta7/t{i:02}.md"),
+            &format!("BEST answer {i}"),
+        );
+        p.write(
+            &format!("suites/demo/answers/omega3/t{i:02}.md"),
+            &format!("GOOD answer {i}"),
+        );
+        let kappa = if i % 2 == 0 { "GOOD" } else { "weak" };
+        p.write(
+            &format!("suites/demo/answers/kappa9/t{i:02}.md"),
+            &format!("{kappa} answer {i}"),
+        );
+    }
+    for args in [
+        &["generate", "--run", "r"][..],
+        &["compare", "--run", "r"][..],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    p
+}
+
+fn session(p: &Project, labeller: &str, keys: &str, extra: &[&str]) -> std::process::Output {
+    let mut child = p
+        .judge()
+        .args(["label", "--run", "r", "--labeller", labeller])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(keys.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sample_label_score_and_rank_end_to_end() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sample = p.jsonl("runs/r/labels/sample.jsonl");
+    assert_eq!(sample.len(), 20);
+    // Every task (8) before any repeats; every pair (3) in the first three.
+    let tasks: std::collections::BTreeSet<&str> = sample[..8]
+        .iter()
+        .map(|s| s["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 8);
+    let again = p.run(&["label", "sample", "--run", "r", "--n", "20"]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an existing sample is not replaced silently"
+    );
+
+    // A scripted session: label every item the way the judge would (the better answer),
+    // reading which one is better from the screen.
+    let mut keys = String::new();
+    for s in &sample {
+        let first_is_a = s["first"] == "model_a";
+        let (a, b) = (
+            s["model_a"].as_str().unwrap(),
+            s["model_b"].as_str().unwrap(),
+        );
+        let task: usize = s["task"].as_str().unwrap()[1..].parse().unwrap();
+        let quality = |m: &str| match m {
+            "zeta7" => 2,
+            "omega3" => 1,
+            _ => usize::from(task % 2 == 0),
+        };
+        keys.push_str(match quality(a).cmp(&quality(b)) {
+            std::cmp::Ordering::Equal => "t\n",
+            std::cmp::Ordering::Greater if first_is_a => "1\n",
+            std::cmp::Ordering::Less if !first_is_a => "1\n",
+            _ => "2\n",
+        });
+    }
+    let out = session(&p, "alice", &keys, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("Item 1 of 20") && screen.contains("Item 20 of 20"),
+        "{screen}"
+    );
+    assert!(screen.contains("20 of 20 labelled by `alice`"), "{screen}");
+    for secret in MODELS
+        .iter()
+        .copied()
+        .chain(["model_a", "model_b", "winner", "VERDICT", "judge-x"])
+    {
+        assert!(!screen.contains(secret), "the screen shows `{secret}`");
+    }
+    assert_eq!(p.jsonl("runs/r/labels/alice.jsonl").len(), 20);
+
+    let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let score: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alice = &score["labellers"][0];
+    assert_eq!(alice["labeller"], "alice");
+    assert_eq!(alice["vs_judge"]["items"], 20);
+    assert_eq!(
+        alice["vs_judge"]["agreement"], 1.0,
+        "alice chose exactly what the judge chose"
+    );
+    assert_eq!(alice["vs_judge"]["kappa"], 1.0);
+    assert!(p.path().join("runs/r/labels/agreement.json").is_file());
+    let table = p.run(&["label", "score", "--run", "r"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("Kappa corrects it"));
+
+    let out = p.run(&["rank", "--run", "r", "--from-labels"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board = String::from_utf8_lossy(&out.stdout);
+    assert!(board.starts_with("judge: human-labels"), "{board}");
+    assert!(p.path().join("runs/r/labels/leaderboard.json").is_file());
+}
+
+#[test]
+fn undo_skip_reveal_and_resume_after_kill() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "r", "--n", "6"])
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // 1, then skip, undo the skip, tie, quit.
+    let out = session(&p, "bob", "1\ns\nu\nt\nq\n", &["--reveal"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("(saved) Answer 1 was `"),
+        "--reveal names the models after saving: {screen}"
+    );
+    assert!(screen.contains("2 of 6 labelled by `bob`"), "{screen}");
+
+    // Kill a session mid-way: labels written before the kill survive.
+    let mut child = p
+        .judge()
+        .args(["label", "--run", "r", "--labeller", "bob"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"2\n").unwrap();
+    stdin.flush().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let count = |p: &Project| p.read("runs/r/labels/bob.jsonl").lines().count();
+    while count(&p) < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(count(&p), 5, "1, skip, undo, tie, then 2: five records");
+
+    // The restart resumes at the first unlabelled item (item 4).
+    let out = session(&p, "bob", "q\n", &[]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Item 4 of 6"), "{screen}");
+    assert!(!screen.contains("Item 1 of 6"));
+}
+
+#[test]
+fn export_is_blind_and_import_validates_every_row() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "r", "--n", "5"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = p.run(&[
+        "label",
+        "export",
+        "--run",
+        "r",
+        "--format",
+        "csv",
+        "--output",
+        "sheet.csv",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sheet = p.read("sheet.csv");
+    assert!(
+        sheet.starts_with("item,task,prompt,answer_1,answer_2,choice\n"),
+        "{sheet}"
+    );
+    for secret in MODELS
+        .iter()
+        .copied()
+        .chain(["model_a", "model_b", "winner", "judge-x"])
+    {
+        assert!(!sheet.contains(secret), "the sheet shows `{secret}`");
+    }
+    let mut rows: Vec<String> = sheet.lines().map(String::from).collect();
+    // A bad choice and an unknown item: nothing is imported.
+    let filled: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| if i == 0 { r.clone() } else { format!("{r}1") })
+        .collect();
+    let mut bad = filled.clone();
+    bad[2] = bad[2].trim_end_matches('1').to_string() + "maybe";
+    bad.push("i9999,t01,x,y,z,1".into());
+    p.write("bad.csv", &(bad.join("\n") + "\n"));
+    let out = p.run(&[
+        "label",
+        "import",
+        "bad.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "carol",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.csv:3: choice `maybe`") && stderr.contains("unknown item `i9999`"),
+        "{stderr}"
+    );
+    assert!(
+        !p.path().join("runs/r/labels/carol.jsonl").exists(),
+        "nothing half-imported"
+    );
+    rows = filled;
+    p.write("good.csv", &(rows.join("\n") + "\n"));
+    let out = p.run(&[
+        "label",
+        "import",
+        "good.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "carol",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/labels/carol.jsonl").len(), 5);
+}
