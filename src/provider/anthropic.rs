@@ -297,9 +297,27 @@ mod tests {
     #[test]
     fn recorded_replies_are_parsed() {
         let cases = [
-            ("success.json", "```python\ndef add(a, b):\n    return a + b\n```", "stop", 58, 27),
-            ("multi_block.json", "Answer A handles the empty list; answer B does not.\nVERDICT: A", "stop", 412, 96),
-            ("length.json", "```python\ndef add(a, b):\n    ret", "length", 58, 8),
+            (
+                "success.json",
+                "```python\ndef add(a, b):\n    return a + b\n```",
+                "stop",
+                58,
+                27,
+            ),
+            (
+                "multi_block.json",
+                "Answer A handles the empty list; answer B does not.\nVERDICT: A",
+                "stop",
+                412,
+                96,
+            ),
+            (
+                "length.json",
+                "```python\ndef add(a, b):\n    ret",
+                "length",
+                58,
+                8,
+            ),
         ];
         for (file, text, finish, input_tokens, output_tokens) in cases {
             let r = parse_reply(&fixture(file)).expect(file);
@@ -318,9 +336,21 @@ mod tests {
         let cases = [
             ("refusal.json", ErrorClass::Refusal, "category cyber"),
             ("empty_content.json", ErrorClass::EmptyOutput, "end_turn"),
-            ("wrong_shape.json", ErrorClass::MalformedResponse, "no content"),
-            ("not_json.txt", ErrorClass::MalformedResponse, "502 Bad Gateway"),
-            ("error_in_200.json", ErrorClass::ServerError, "overloaded_error"),
+            (
+                "wrong_shape.json",
+                ErrorClass::MalformedResponse,
+                "no content",
+            ),
+            (
+                "not_json.txt",
+                ErrorClass::MalformedResponse,
+                "502 Bad Gateway",
+            ),
+            (
+                "error_in_200.json",
+                ErrorClass::ServerError,
+                "overloaded_error",
+            ),
         ];
         for (file, class, needle) in cases {
             let e = parse_reply(&fixture(file)).expect_err(file);
@@ -342,7 +372,8 @@ mod tests {
             ("SOMETHING_NEW", "something_new"),
         ];
         for (stop_reason, finish) in cases {
-            let body = json!({"content": [{"type": "text", "text": "ok"}], "stop_reason": stop_reason});
+            let body =
+                json!({"content": [{"type": "text", "text": "ok"}], "stop_reason": stop_reason});
             let r = parse_reply_value(&body).expect(stop_reason);
             assert_eq!(r.finish_reason.as_deref(), Some(finish));
             assert_eq!(r.usage, None);
@@ -355,20 +386,52 @@ mod tests {
                                        "stop_reason": "refusal"});
         let cases = [
             (refusal_with_text, ErrorClass::Refusal, "I can't help"),
-            (json!({"content": [{"type": "text", "text": 3}]}), ErrorClass::MalformedResponse, "text block"),
-            (json!({"content": "hi"}), ErrorClass::MalformedResponse, "no content array"),
-            (json!([1, 2]), ErrorClass::MalformedResponse, "no content array"),
-            (json!({"content": [{"type": "text", "text": "  \n"}], "stop_reason": "max_tokens"}),
-             ErrorClass::EmptyOutput, "max_tokens"),
-            (json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
-             ErrorClass::Auth, "invalid x-api-key"),
-            (json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
-             ErrorClass::RateLimited, "rate_limit_error"),
-            (json!({"type": "error", "error": {"type": "invalid_request_error",
-                    "message": "Your credit balance is too low"}}), ErrorClass::QuotaExhausted, "credit"),
-            (json!({"type": "error", "error": {"type": "brand_new_error", "message": "?"}}),
-             ErrorClass::MalformedResponse, "brand_new_error"),
-            (json!({"type": "error"}), ErrorClass::MalformedResponse, "unknown"),
+            (
+                json!({"content": [{"type": "text", "text": 3}]}),
+                ErrorClass::MalformedResponse,
+                "text block",
+            ),
+            (
+                json!({"content": "hi"}),
+                ErrorClass::MalformedResponse,
+                "no content array",
+            ),
+            (
+                json!([1, 2]),
+                ErrorClass::MalformedResponse,
+                "no content array",
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "  \n"}], "stop_reason": "max_tokens"}),
+                ErrorClass::EmptyOutput,
+                "max_tokens",
+            ),
+            (
+                json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+                ErrorClass::Auth,
+                "invalid x-api-key",
+            ),
+            (
+                json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+                ErrorClass::RateLimited,
+                "rate_limit_error",
+            ),
+            (
+                json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "Your credit balance is too low"}}),
+                ErrorClass::QuotaExhausted,
+                "credit",
+            ),
+            (
+                json!({"type": "error", "error": {"type": "brand_new_error", "message": "?"}}),
+                ErrorClass::MalformedResponse,
+                "brand_new_error",
+            ),
+            (
+                json!({"type": "error"}),
+                ErrorClass::MalformedResponse,
+                "unknown",
+            ),
         ];
         for (body, class, needle) in cases {
             let e = parse_reply_value(&body).expect_err("an error");
@@ -381,18 +444,50 @@ mod tests {
     #[test]
     fn statuses_are_classified() {
         let cases = [
-            (400, fixture_text("error_400_invalid.json"), ErrorClass::ClientError),
-            (400, fixture_text("error_400_credit.json"), ErrorClass::QuotaExhausted),
-            (400, fixture_text("error_400_spend_limit.json"), ErrorClass::QuotaExhausted),
+            (
+                400,
+                fixture_text("error_400_invalid.json"),
+                ErrorClass::ClientError,
+            ),
+            (
+                400,
+                fixture_text("error_400_credit.json"),
+                ErrorClass::QuotaExhausted,
+            ),
+            (
+                400,
+                fixture_text("error_400_spend_limit.json"),
+                ErrorClass::QuotaExhausted,
+            ),
             (401, fixture_text("error_401.json"), ErrorClass::Auth),
-            (402, r#"{"type":"error","error":{"type":"billing_error","message":"x"}}"#.into(), ErrorClass::QuotaExhausted),
+            (
+                402,
+                r#"{"type":"error","error":{"type":"billing_error","message":"x"}}"#.into(),
+                ErrorClass::QuotaExhausted,
+            ),
             (403, fixture_text("error_403.json"), ErrorClass::Auth),
-            (404, fixture_text("error_404.json"), ErrorClass::UnknownModel),
+            (
+                404,
+                fixture_text("error_404.json"),
+                ErrorClass::UnknownModel,
+            ),
             (408, String::new(), ErrorClass::Timeout),
-            (413, r#"{"type":"error","error":{"type":"request_too_large"}}"#.into(), ErrorClass::ClientError),
+            (
+                413,
+                r#"{"type":"error","error":{"type":"request_too_large"}}"#.into(),
+                ErrorClass::ClientError,
+            ),
             (422, String::new(), ErrorClass::ClientError),
-            (429, fixture_text("error_429_rate.json"), ErrorClass::RateLimited),
-            (429, fixture_text("error_429_spend_limit.json"), ErrorClass::QuotaExhausted),
+            (
+                429,
+                fixture_text("error_429_rate.json"),
+                ErrorClass::RateLimited,
+            ),
+            (
+                429,
+                fixture_text("error_429_spend_limit.json"),
+                ErrorClass::QuotaExhausted,
+            ),
             (500, fixture_text("error_500.json"), ErrorClass::ServerError),
             (502, fixture_text("not_json.txt"), ErrorClass::ServerError),
             (503, String::new(), ErrorClass::ServerError),
@@ -402,10 +497,17 @@ mod tests {
             let e = classify_status(status, &body);
             assert_eq!(e.class, class, "{status} {body}");
             assert_eq!(e.status, Some(status));
-            assert!(e.message.starts_with(&format!("HTTP {status}: ")), "{}", e.message);
+            assert!(
+                e.message.starts_with(&format!("HTTP {status}: ")),
+                "{}",
+                e.message
+            );
             assert!(!e.message.contains('\n'), "one line: {}", e.message);
             assert_eq!(e.retry_after, None);
         }
-        assert!(ErrorClass::ServerError.is_retryable(), "529 overloaded is retried");
+        assert!(
+            ErrorClass::ServerError.is_retryable(),
+            "529 overloaded is retried"
+        );
     }
 }

@@ -40,7 +40,11 @@ pub fn build_request(req: &ChatRequest) -> Value {
         .iter()
         .filter(|m| m.role != "system")
         .map(|m| {
-            let role = if m.role == "assistant" { "model" } else { m.role.as_str() };
+            let role = if m.role == "assistant" {
+                "model"
+            } else {
+                m.role.as_str()
+            };
             json!({"role": role, "parts": [{"text": m.content}]})
         })
         .collect();
@@ -81,7 +85,10 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     }
     let known = ["candidates", "promptFeedback", "usageMetadata"];
     if !known.iter().any(|k| value.get(k).is_some()) {
-        return Err(malformed(value, "no candidates, promptFeedback or usageMetadata"));
+        return Err(malformed(
+            value,
+            "no candidates, promptFeedback or usageMetadata",
+        ));
     }
     let usage = value.get("usageMetadata").map(usage_from);
     let candidate = match value.get("candidates") {
@@ -153,7 +160,9 @@ fn class_for(status: u16, body: &str, error: Option<&Value>) -> ErrorClass {
 fn is_quota_exhausted(lower_body: &str, error: Option<&Value>) -> bool {
     let violations = quota_violations(error);
     if violations.iter().any(|v| quota_id(v).contains("PerDay"))
-        || violations.iter().any(|v| v.get("quotaValue").and_then(Value::as_str) == Some("0"))
+        || violations
+            .iter()
+            .any(|v| v.get("quotaValue").and_then(Value::as_str) == Some("0"))
         || lower_body.contains("limit: 0,")
     {
         return true;
@@ -166,16 +175,25 @@ fn is_quota_exhausted(lower_body: &str, error: Option<&Value>) -> bool {
 }
 
 fn quota_id(violation: &Value) -> &str {
-    violation.get("quotaId").and_then(Value::as_str).unwrap_or("")
+    violation
+        .get("quotaId")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// The `details` entries of `error` whose `@type` ends with `type`.
 fn details_of<'a>(error: Option<&'a Value>, kind: &str) -> Vec<&'a Value> {
-    let details = error.and_then(|e| e.get("details")).and_then(Value::as_array);
+    let details = error
+        .and_then(|e| e.get("details"))
+        .and_then(Value::as_array);
     details
         .into_iter()
         .flatten()
-        .filter(|d| d.get("@type").and_then(Value::as_str).is_some_and(|t| t.ends_with(kind)))
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with(kind))
+        })
         .collect()
 }
 
@@ -248,8 +266,9 @@ fn candidate_text(candidate: &Value) -> Result<String, &'static str> {
 /// text came back: with text it is passed through as `other`.
 fn is_block(reason: &str, text: &str) -> bool {
     match reason {
-        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
-        | "IMAGE_SAFETY" => true,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
+            true
+        }
         "OTHER" => text.trim().is_empty(),
         _ => false,
     }
@@ -278,7 +297,10 @@ fn blocked(candidate: &Value, reason: &str) -> ProviderError {
 /// else an empty reply.
 fn no_candidate(value: &Value) -> ProviderError {
     let feedback = value.get("promptFeedback");
-    match feedback.and_then(|f| f.get("blockReason")).and_then(Value::as_str) {
+    match feedback
+        .and_then(|f| f.get("blockReason"))
+        .and_then(Value::as_str)
+    {
         Some(reason) => {
             let ratings = flagged_ratings(feedback.and_then(|f| f.get("safetyRatings")));
             ProviderError::new(
@@ -359,8 +381,14 @@ mod tests {
     #[test]
     fn path_names_the_model() {
         let cases = [
-            ("gemini-2.0-flash", "/models/gemini-2.0-flash:generateContent"),
-            ("models/gemini-2.5-pro", "/models/gemini-2.5-pro:generateContent"),
+            (
+                "gemini-2.0-flash",
+                "/models/gemini-2.0-flash:generateContent",
+            ),
+            (
+                "models/gemini-2.5-pro",
+                "/models/gemini-2.5-pro:generateContent",
+            ),
         ];
         for (model, expected) in cases {
             assert_eq!(path(model), expected);
@@ -403,9 +431,27 @@ mod tests {
     #[test]
     fn recorded_replies_are_parsed() {
         let cases = [
-            ("success.json", "```python\ndef add(a, b):\n    return a + b\n```", "stop", 49, 22),
-            ("thinking.json", "Answer A handles the empty list; answer B does not.\nVERDICT: A", "stop", 402, 159),
-            ("length.json", "```python\ndef add(a, b):\n    ret", "length", 49, 8),
+            (
+                "success.json",
+                "```python\ndef add(a, b):\n    return a + b\n```",
+                "stop",
+                49,
+                22,
+            ),
+            (
+                "thinking.json",
+                "Answer A handles the empty list; answer B does not.\nVERDICT: A",
+                "stop",
+                402,
+                159,
+            ),
+            (
+                "length.json",
+                "```python\ndef add(a, b):\n    ret",
+                "length",
+                49,
+                8,
+            ),
         ];
         for (file, text, finish, input_tokens, output_tokens) in cases {
             let r = parse_reply(&fixture(file)).expect(file);
@@ -422,15 +468,41 @@ mod tests {
     #[test]
     fn recorded_failures_are_classified() {
         let cases = [
-            ("safety.json", ErrorClass::Refusal,
-             "blocked by the provider: finishReason SAFETY (HARM_CATEGORY_HARASSMENT: LOW, HARM_CATEGORY_DANGEROUS_CONTENT: HIGH)"),
-            ("recitation.json", ErrorClass::Refusal, "blocked by the provider: finishReason RECITATION"),
-            ("prompt_blocked.json", ErrorClass::Refusal,
-             "prompt blocked by the provider: blockReason SAFETY (HARM_CATEGORY_HARASSMENT: MEDIUM)"),
-            ("no_candidates.json", ErrorClass::EmptyOutput, "empty reply (no candidates)"),
-            ("empty_content.json", ErrorClass::EmptyOutput, "empty reply (finishReason: STOP)"),
-            ("wrong_shape.json", ErrorClass::MalformedResponse, "unexpected response shape"),
-            ("not_json.txt", ErrorClass::MalformedResponse, "response is not JSON"),
+            (
+                "safety.json",
+                ErrorClass::Refusal,
+                "blocked by the provider: finishReason SAFETY (HARM_CATEGORY_HARASSMENT: LOW, HARM_CATEGORY_DANGEROUS_CONTENT: HIGH)",
+            ),
+            (
+                "recitation.json",
+                ErrorClass::Refusal,
+                "blocked by the provider: finishReason RECITATION",
+            ),
+            (
+                "prompt_blocked.json",
+                ErrorClass::Refusal,
+                "prompt blocked by the provider: blockReason SAFETY (HARM_CATEGORY_HARASSMENT: MEDIUM)",
+            ),
+            (
+                "no_candidates.json",
+                ErrorClass::EmptyOutput,
+                "empty reply (no candidates)",
+            ),
+            (
+                "empty_content.json",
+                ErrorClass::EmptyOutput,
+                "empty reply (finishReason: STOP)",
+            ),
+            (
+                "wrong_shape.json",
+                ErrorClass::MalformedResponse,
+                "unexpected response shape",
+            ),
+            (
+                "not_json.txt",
+                ErrorClass::MalformedResponse,
+                "response is not JSON",
+            ),
         ];
         for (file, class, message) in cases {
             let e = parse_reply(&fixture(file)).expect_err(file);
@@ -460,24 +532,72 @@ mod tests {
     #[test]
     fn odd_bodies_are_classified() {
         let cases = [
-            (json!({"candidates": [{"finishReason": "OTHER"}]}), ErrorClass::Refusal, "finishReason OTHER"),
-            (json!({"candidates": [{"finishReason": "SPII", "finishMessage": "personal data"}]}),
-             ErrorClass::Refusal, "finishReason SPII: personal data"),
-            (json!({"candidates": [{"content": {"parts": [{"text": "partial"}]}, "finishReason": "PROHIBITED_CONTENT"}]}),
-             ErrorClass::Refusal, "PROHIBITED_CONTENT"),
-            (json!({"candidates": [], "promptFeedback": {"blockReason": "BLOCKLIST"}}),
-             ErrorClass::Refusal, "blockReason BLOCKLIST"),
-            (json!({"candidates": []}), ErrorClass::EmptyOutput, "no candidates"),
-            (json!({"candidates": {"text": "hi"}}), ErrorClass::MalformedResponse, "candidates is not an array"),
-            (json!({"candidates": [{"content": {"parts": "hi"}}]}), ErrorClass::MalformedResponse, "parts is not an array"),
-            (json!({"candidates": [{"content": {"parts": [{"text": 1}]}}]}), ErrorClass::MalformedResponse, "not a string"),
-            (json!({"candidates": [{"content": {"parts": [{"text": "hmm", "thought": true}]},
-                    "finishReason": "MAX_TOKENS"}]}), ErrorClass::EmptyOutput, "MAX_TOKENS"),
-            (json!("hello"), ErrorClass::MalformedResponse, "no candidates, promptFeedback"),
-            (json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
-             ErrorClass::ServerError, "overloaded"),
-            (json!({"error": {"code": 400, "message": "API key not valid."}}), ErrorClass::Auth, "API key"),
-            (json!({"error": {"message": "?"}}), ErrorClass::MalformedResponse, "error object"),
+            (
+                json!({"candidates": [{"finishReason": "OTHER"}]}),
+                ErrorClass::Refusal,
+                "finishReason OTHER",
+            ),
+            (
+                json!({"candidates": [{"finishReason": "SPII", "finishMessage": "personal data"}]}),
+                ErrorClass::Refusal,
+                "finishReason SPII: personal data",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"text": "partial"}]}, "finishReason": "PROHIBITED_CONTENT"}]}),
+                ErrorClass::Refusal,
+                "PROHIBITED_CONTENT",
+            ),
+            (
+                json!({"candidates": [], "promptFeedback": {"blockReason": "BLOCKLIST"}}),
+                ErrorClass::Refusal,
+                "blockReason BLOCKLIST",
+            ),
+            (
+                json!({"candidates": []}),
+                ErrorClass::EmptyOutput,
+                "no candidates",
+            ),
+            (
+                json!({"candidates": {"text": "hi"}}),
+                ErrorClass::MalformedResponse,
+                "candidates is not an array",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": "hi"}}]}),
+                ErrorClass::MalformedResponse,
+                "parts is not an array",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"text": 1}]}}]}),
+                ErrorClass::MalformedResponse,
+                "not a string",
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"text": "hmm", "thought": true}]},
+                    "finishReason": "MAX_TOKENS"}]}),
+                ErrorClass::EmptyOutput,
+                "MAX_TOKENS",
+            ),
+            (
+                json!("hello"),
+                ErrorClass::MalformedResponse,
+                "no candidates, promptFeedback",
+            ),
+            (
+                json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+                ErrorClass::ServerError,
+                "overloaded",
+            ),
+            (
+                json!({"error": {"code": 400, "message": "API key not valid."}}),
+                ErrorClass::Auth,
+                "API key",
+            ),
+            (
+                json!({"error": {"message": "?"}}),
+                ErrorClass::MalformedResponse,
+                "error object",
+            ),
         ];
         for (body, class, needle) in cases {
             let e = parse_reply_value(&body).expect_err("an error");
@@ -492,16 +612,40 @@ mod tests {
         let text_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED"}}"#;
         let zero_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota. * Quota exceeded for metric: generate_content_free_tier_requests, limit: 0, model: gemini-2.5-pro","status":"RESOURCE_EXHAUSTED"}}"#;
         let cases = [
-            (400, fixture_text("error_400_invalid.json"), ErrorClass::ClientError),
-            (400, fixture_text("error_400_api_key.json"), ErrorClass::Auth),
+            (
+                400,
+                fixture_text("error_400_invalid.json"),
+                ErrorClass::ClientError,
+            ),
+            (
+                400,
+                fixture_text("error_400_api_key.json"),
+                ErrorClass::Auth,
+            ),
             (401, fixture_text("error_401.json"), ErrorClass::Auth),
             (403, fixture_text("error_403.json"), ErrorClass::Auth),
-            (404, fixture_text("error_404.json"), ErrorClass::UnknownModel),
+            (
+                404,
+                fixture_text("error_404.json"),
+                ErrorClass::UnknownModel,
+            ),
             (408, String::new(), ErrorClass::Timeout),
             (413, String::new(), ErrorClass::ClientError),
-            (429, fixture_text("error_429_rate.json"), ErrorClass::RateLimited),
-            (429, fixture_text("error_429_quota_daily.json"), ErrorClass::QuotaExhausted),
-            (429, fixture_text("error_429_resource_exhausted.json"), ErrorClass::RateLimited),
+            (
+                429,
+                fixture_text("error_429_rate.json"),
+                ErrorClass::RateLimited,
+            ),
+            (
+                429,
+                fixture_text("error_429_quota_daily.json"),
+                ErrorClass::QuotaExhausted,
+            ),
+            (
+                429,
+                fixture_text("error_429_resource_exhausted.json"),
+                ErrorClass::RateLimited,
+            ),
             (429, text_quota.into(), ErrorClass::QuotaExhausted),
             (429, zero_quota.into(), ErrorClass::QuotaExhausted),
             (429, "Too Many Requests".into(), ErrorClass::RateLimited),
@@ -513,7 +657,11 @@ mod tests {
             let e = classify_status(status, &body);
             assert_eq!(e.class, class, "{status} {body}");
             assert_eq!(e.status, Some(status));
-            assert!(e.message.starts_with(&format!("HTTP {status}: ")), "{}", e.message);
+            assert!(
+                e.message.starts_with(&format!("HTTP {status}: ")),
+                "{}",
+                e.message
+            );
             assert!(!e.message.contains('\n'), "one line: {}", e.message);
         }
     }

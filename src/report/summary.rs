@@ -74,7 +74,7 @@ pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> S
 }
 
 /// Per-judge totals of a comparison: calls recorded, of which this invocation made or served
-/// from cache, retried for an unparsable reply, failed; comparisons, flipped ones and the
+/// from cache, retried for an unparsable reply, unparsable after the retry, failed (any cause); comparisons, flipped ones and the
 /// order-flip rate; cost of judging.
 pub fn compare_summary(
     judges: &[&str],
@@ -109,6 +109,14 @@ pub fn compare_summary(
             new.len().to_string(),
             new.iter().filter(|j| j.from_cache).count().to_string(),
             mine.iter().filter(|j| j.attempts > 1).count().to_string(),
+            mine.iter()
+                .filter(|j| {
+                    j.error
+                        .as_ref()
+                        .is_some_and(|e| e.class == crate::provider::ErrorClass::UnparsableVerdict)
+                })
+                .count()
+                .to_string(),
             mine.iter()
                 .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
                 .count()

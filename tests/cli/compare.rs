@@ -333,3 +333,42 @@ fn two_judges_are_recorded_separately_with_agreement() {
         serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
     assert_eq!(manifest["compare"]["judge_agreement"][0]["items"], 3);
 }
+
+#[test]
+fn interrupted_compare_resumes_and_retry_failed_asks_again() {
+    // The first two calls fail hard (4xx), the rest are fine.
+    let server = FakeServer::start(|req, n| {
+        if n < 2 {
+            Reply::status(400, "{\"error\":\"bad request\"}")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 6);
+    let failed = p
+        .jsonl("runs/r/judgments.jsonl")
+        .iter()
+        .filter(|j| j["verdict"] == "failed")
+        .count();
+    assert_eq!(failed, 2);
+    // Resume without --retry-failed: nothing to do.
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(1));
+    assert_eq!(server.count(), 6);
+    // --retry-failed asks again for exactly the failed calls.
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 8);
+    assert!(
+        p.jsonl("runs/r/comparisons.jsonl")
+            .iter()
+            .all(|c| c["winner"] == "model_a")
+    );
+    assert_eq!(
+        p.jsonl("runs/r/judgments.jsonl").len(),
+        6,
+        "one record per call"
+    );
+}
