@@ -23,14 +23,22 @@ impl CacheKey {
     }
 }
 
-/// The canonical request: provider kind, endpoint, the full request body (model, messages,
-/// every generation parameter) and the attempt number. serde_json maps are sorted (BTreeMap),
+/// The canonical request: provider kind, endpoint (`base_url` and path, which names the model
+/// for Gemini), the full request body (model, messages, every generation parameter) and the
+/// attempt number. serde_json maps are sorted (BTreeMap),
 /// so equal requests serialise to equal bytes. Auth lives in headers and never appears here.
-pub fn canonical_request(kind: &str, base_url: &str, body: &Value, attempt: u32) -> Value {
+pub fn canonical_request(
+    kind: &str,
+    base_url: &str,
+    path: &str,
+    body: &Value,
+    attempt: u32,
+) -> Value {
     json!({
         "cache_format": CACHE_FORMAT,
         "provider_kind": kind,
         "base_url": base_url,
+        "path": path,
         "body": body,
         "attempt": attempt,
     })
@@ -124,8 +132,20 @@ mod tests {
 
     #[test]
     fn same_request_same_key() {
-        let a = cache_key(&canonical_request("openai", "http://x/v1", &body(0.0), 1));
-        let b = cache_key(&canonical_request("openai", "http://x/v1", &body(0.0), 1));
+        let a = cache_key(&canonical_request(
+            "openai",
+            "http://x/v1",
+            "/p",
+            &body(0.0),
+            1,
+        ));
+        let b = cache_key(&canonical_request(
+            "openai",
+            "http://x/v1",
+            "/p",
+            &body(0.0),
+            1,
+        ));
         assert_eq!(a, b);
         assert_eq!(a.as_str().len(), 64);
     }
@@ -137,14 +157,14 @@ mod tests {
         )
         .expect("json");
         assert_eq!(
-            cache_key(&canonical_request("openai", "u", &body(0.0), 1)),
-            cache_key(&canonical_request("openai", "u", &reordered, 1))
+            cache_key(&canonical_request("openai", "u", "/p", &body(0.0), 1)),
+            cache_key(&canonical_request("openai", "u", "/p", &reordered, 1))
         );
     }
 
     #[test]
     fn any_change_changes_key() {
-        let base = cache_key(&canonical_request("openai", "u", &body(0.0), 1));
+        let base = cache_key(&canonical_request("openai", "u", "/p", &body(0.0), 1));
         let mut other_model = body(0.0);
         other_model["model"] = json!("m2");
         let mut other_msg = body(0.0);
@@ -152,13 +172,14 @@ mod tests {
         let mut other_cap = body(0.0);
         other_cap["max_tokens"] = json!(11);
         for changed in [
-            canonical_request("openai", "u", &body(0.5), 1),
-            canonical_request("openai", "u", &other_model, 1),
-            canonical_request("openai", "u", &other_msg, 1),
-            canonical_request("openai", "u", &other_cap, 1),
-            canonical_request("openai", "u", &body(0.0), 2),
-            canonical_request("openai", "u2", &body(0.0), 1),
-            canonical_request("anthropic", "u", &body(0.0), 1),
+            canonical_request("openai", "u", "/p", &body(0.5), 1),
+            canonical_request("openai", "u", "/p", &other_model, 1),
+            canonical_request("openai", "u", "/p", &other_msg, 1),
+            canonical_request("openai", "u", "/p", &other_cap, 1),
+            canonical_request("openai", "u", "/p", &body(0.0), 2),
+            canonical_request("openai", "u2", "/p", &body(0.0), 1),
+            canonical_request("anthropic", "u", "/p", &body(0.0), 1),
+            canonical_request("openai", "u", "/q", &body(0.0), 1),
         ] {
             assert_ne!(cache_key(&changed), base, "{changed}");
         }
@@ -168,7 +189,7 @@ mod tests {
     fn round_trip_and_corrupt_entry_is_a_miss() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = Cache::new(dir.path());
-        let canonical = canonical_request("openai", "u", &body(0.0), 1);
+        let canonical = canonical_request("openai", "u", "/p", &body(0.0), 1);
         let key = cache_key(&canonical);
         assert_eq!(cache.get(&key), None);
         cache

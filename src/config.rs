@@ -42,6 +42,10 @@ pub struct ConfigError {
 pub enum ProviderKind {
     /// OpenAI Chat Completions and every server compatible with it (vLLM, llama.cpp, Ollama, …).
     Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+    /// Google Gemini generateContent.
+    Gemini,
     /// Replays hand-written answers from the suite's `answers/<set>/` (no network).
     Files,
 }
@@ -51,13 +55,32 @@ impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
             ProviderKind::Files => "files",
+        }
+    }
+
+    /// Default `base_url` and key variable of an HTTP kind.
+    fn defaults(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            ProviderKind::Openai => Some(("https://api.openai.com/v1", "OPENAI_API_KEY")),
+            ProviderKind::Anthropic => Some((
+                crate::provider::anthropic::DEFAULT_BASE_URL,
+                "ANTHROPIC_API_KEY",
+            )),
+            ProviderKind::Gemini => {
+                Some((crate::provider::gemini::DEFAULT_BASE_URL, "GEMINI_API_KEY"))
+            }
+            ProviderKind::Files => None,
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
         match s {
             "openai" => Some(ProviderKind::Openai),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "gemini" => Some(ProviderKind::Gemini),
             "files" => Some(ProviderKind::Files),
             _ => None,
         }
@@ -455,17 +478,17 @@ fn resolve_provider(
             }
             (None, None)
         }
-        ProviderKind::Openai => {
-            let url = p
-                .base_url
-                .unwrap_or_else(|| "https://api.openai.com/v1".into());
+        http_kind => {
+            let (default_url, default_env) =
+                http_kind.defaults().expect("HTTP kinds have defaults");
+            let url = p.base_url.unwrap_or_else(|| default_url.into());
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(err(
                     &at("base_url"),
                     format!("`{url}` is not an http(s) URL"),
                 ));
             }
-            let env = p.api_key_env.unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let env = p.api_key_env.unwrap_or_else(|| default_env.into());
             let env = (!env.is_empty()).then_some(env);
             (Some(url.trim_end_matches('/').to_string()), env)
         }

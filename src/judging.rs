@@ -232,7 +232,7 @@ mod tests {
         let a = judge_agreement(&rows, "x", "y");
         assert_eq!(a.items, 2);
         assert_eq!(a.agreement, Some(0.5));
-        // p_o = 0.5; x = (A, B), y = (A, Tie): p_e = 0.5·1.0 = 0.5 → κ = 0.
-        assert_eq!(a.kappa, Some(0.0));
+        // p_o = 0.5; x = (A, B), y = (A, Tie): p_e = 0.5·0.5 (A) = 0.25 → κ = 0.25/0.75 = 1/3.
+        assert!((a.kappa.expect("defined") - 1.0 / 3.0).abs() < 1e-12);
     }
 }

@@ -27,7 +27,7 @@ use crate::prompt::{
     Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
 };
 use crate::provider::http::HttpProvider;
-use crate::provider::{ChatRequest, ErrorClass, Message, openai};
+use crate::provider::{ChatRequest, ErrorClass, Message, to_wire};
 use crate::records::{
     ComparisonRecord, FailedMarker, JudgmentRecord, JudgmentVerdict, OutputRecord, RecordedError,
     Status,
@@ -454,10 +454,10 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         max_tokens: ctx.config.run.judge_max_tokens,
         temperature: 0.0,
     };
-    let body = openai::build_request(&request);
     let http = &ctx.http[&judge.provider];
+    let wire = to_wire(http.config().kind, &request);
     for attempt in 1..=2 {
-        let result = cached_call(&ctx.cache, http, &body, attempt, ctx.refresh, &ctx.stop).await?;
+        let result = cached_call(&ctx.cache, http, &wire, attempt, ctx.refresh, &ctx.stop).await?;
         record.attempts = attempt;
         record.cache_key = Some(result.cache_key);
         record.from_cache = result.from_cache;

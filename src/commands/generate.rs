@@ -18,7 +18,7 @@ use crate::engine::run_dir::{
 use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
 use crate::error::{JudgeError, Outcome};
 use crate::provider::http::HttpProvider;
-use crate::provider::{ChatRequest, Message, files, openai};
+use crate::provider::{ChatRequest, Message, files, to_wire};
 use crate::records::{OutputRecord, RecordedError, Status};
 use crate::report::format_usd;
 use crate::report::progress::Progress;
@@ -344,11 +344,13 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
     };
     let result = match provider.kind {
         ProviderKind::Files => files::answer(&ctx.suite, &model.model, &task.id),
-        ProviderKind::Openai => {
+        kind => {
             let http = &ctx.http[&provider.name];
-            let body =
-                openai::build_request(&chat_request(&ctx.config, &ctx.suite, task, &model.model));
-            let call = cached_call(&ctx.cache, http, &body, 1, ctx.refresh, &ctx.stop).await?;
+            let wire = to_wire(
+                kind,
+                &chat_request(&ctx.config, &ctx.suite, task, &model.model),
+            );
+            let call = cached_call(&ctx.cache, http, &wire, 1, ctx.refresh, &ctx.stop).await?;
             record.cache_key = Some(call.cache_key);
             record.from_cache = call.from_cache;
             record.attempts = call.attempts;

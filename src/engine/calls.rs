@@ -12,7 +12,7 @@ use crate::cache::{Cache, cache_key, canonical_request};
 use crate::config::{Config, ModelConfig, ProviderKind};
 use crate::error::JudgeError;
 use crate::provider::http::{HttpProvider, Secret};
-use crate::provider::{ChatReply, ProviderError, openai};
+use crate::provider::{ChatReply, ProviderError, WireRequest, parse_reply, parse_reply_value};
 
 /// The result of one cached call.
 #[derive(Debug)]
@@ -24,19 +24,26 @@ pub struct CallResult {
     pub attempts: u32,
 }
 
-/// Calls `http` with `body` (attempt number `attempt` is part of the cache key). `None` when
+/// Calls `http` with `request` (attempt number `attempt` is part of the cache key). `None` when
 /// the item did not finish because the run is stopping (it is retried on resume); a failure
 /// that affects every item (auth, quota, unknown model, unwritable cache) stops the run.
 pub async fn cached_call(
     cache: &Cache,
     http: &HttpProvider,
-    body: &Value,
+    request: &WireRequest,
     attempt: u32,
     refresh: bool,
     stop: &Arc<Stop>,
 ) -> Option<CallResult> {
     let base_url = http.config().base_url.as_deref().unwrap_or_default();
-    let canonical = canonical_request(http.config().kind.as_str(), base_url, body, attempt);
+    let kind = http.config().kind;
+    let canonical = canonical_request(
+        kind.as_str(),
+        base_url,
+        &request.path,
+        &request.body,
+        attempt,
+    );
     let key = cache_key(&canonical);
     let mut result = CallResult {
         reply: Err(ProviderError::new(
@@ -50,7 +57,7 @@ pub async fn cached_call(
     if !refresh
         && let Some(reply) = cache
             .get(&key)
-            .and_then(|v| openai::parse_reply_value(&v).ok())
+            .and_then(|v| parse_reply_value(kind, &v).ok())
     {
         result.reply = Ok(reply);
         result.from_cache = true;
@@ -60,13 +67,13 @@ pub async fn cached_call(
         return None;
     }
     let s = stop.clone();
-    let (sent, attempts) = http.post_json(body, &move || s.is_stopping()).await;
+    let (sent, attempts) = http.post_json(request, &move || s.is_stopping()).await;
     result.attempts = attempts;
     let parsed = sent.and_then(|bytes| {
         let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            openai::parse_reply(&bytes).expect_err("bytes that are not JSON never parse")
+            parse_reply(kind, &bytes).expect_err("bytes that are not JSON never parse")
         })?;
-        openai::parse_reply_value(&value).map(|reply| (reply, value))
+        parse_reply_value(kind, &value).map(|reply| (reply, value))
     });
     match parsed {
         Ok((reply, value)) => {

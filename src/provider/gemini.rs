@@ -181,7 +181,7 @@ fn quota_id(violation: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// The `details` entries of `error` whose `@type` ends with `type`.
+/// The `details` entries of `error` whose `@type` ends with `kind`.
 fn details_of<'a>(error: Option<&'a Value>, kind: &str) -> Vec<&'a Value> {
     let details = error
         .and_then(|e| e.get("details"))
@@ -236,7 +236,7 @@ fn usage_from(meta: &Value) -> Usage {
     Usage {
         input_tokens: count("promptTokenCount"),
         // Thinking tokens are billed as output, as in the other providers' output counts.
-        output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+        output_tokens: count("candidatesTokenCount").saturating_add(count("thoughtsTokenCount")),
     }
 }
 
@@ -349,6 +349,11 @@ fn malformed(value: &Value, what: &str) -> ProviderError {
 mod tests {
     use super::*;
     use crate::provider::Message;
+    use ErrorClass::*;
+
+    const CODE: &str = "```python\ndef add(a, b):\n    return a + b\n```";
+    const CUT: &str = "```python\ndef add(a, b):\n    ret";
+    const VERDICT: &str = "Answer A handles the empty list; answer B does not.\nVERDICT: A";
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!(
@@ -371,37 +376,24 @@ mod tests {
         }
     }
 
-    fn assistant(content: &str) -> Message {
-        Message {
-            role: "assistant".into(),
-            content: content.into(),
-        }
-    }
-
     #[test]
     fn path_names_the_model() {
-        let cases = [
-            (
-                "gemini-2.0-flash",
-                "/models/gemini-2.0-flash:generateContent",
-            ),
-            (
-                "models/gemini-2.5-pro",
-                "/models/gemini-2.5-pro:generateContent",
-            ),
-        ];
-        for (model, expected) in cases {
-            assert_eq!(path(model), expected);
-        }
+        let expected = "/models/gemini-2.5-pro:generateContent";
+        assert_eq!(path("gemini-2.5-pro"), expected);
+        assert_eq!(path("models/gemini-2.5-pro"), expected);
     }
 
     #[test]
     fn request_body_has_system_instruction_roles_and_generation_config() {
+        let assistant = Message {
+            role: "assistant".into(),
+            content: "hello".into(),
+        };
         let req = request(vec![
             Message::system("be brief"),
             Message::user("hi"),
             Message::system("answer in English"),
-            assistant("hello"),
+            assistant,
             Message::user("add 2 and 2"),
         ]);
         assert_eq!(
@@ -431,29 +423,11 @@ mod tests {
     #[test]
     fn recorded_replies_are_parsed() {
         let cases = [
-            (
-                "success.json",
-                "```python\ndef add(a, b):\n    return a + b\n```",
-                "stop",
-                49,
-                22,
-            ),
-            (
-                "thinking.json",
-                "Answer A handles the empty list; answer B does not.\nVERDICT: A",
-                "stop",
-                402,
-                159,
-            ),
-            (
-                "length.json",
-                "```python\ndef add(a, b):\n    ret",
-                "length",
-                49,
-                8,
-            ),
+            ("success.json", CODE, "stop", (49, 22)),
+            ("thinking.json", VERDICT, "stop", (402, 19 + 140)),
+            ("length.json", CUT, "length", (49, 8)),
         ];
-        for (file, text, finish, input_tokens, output_tokens) in cases {
+        for (file, text, finish, (input_tokens, output_tokens)) in cases {
             let r = parse_reply(&fixture(file)).expect(file);
             assert_eq!(r.text, text, "{file}");
             assert_eq!(r.finish_reason.as_deref(), Some(finish), "{file}");
@@ -469,46 +443,52 @@ mod tests {
     fn recorded_failures_are_classified() {
         let cases = [
             (
-                "safety.json",
-                ErrorClass::Refusal,
-                "blocked by the provider: finishReason SAFETY (HARM_CATEGORY_HARASSMENT: LOW, HARM_CATEGORY_DANGEROUS_CONTENT: HIGH)",
-            ),
-            (
                 "recitation.json",
-                ErrorClass::Refusal,
+                Refusal,
                 "blocked by the provider: finishReason RECITATION",
             ),
             (
-                "prompt_blocked.json",
-                ErrorClass::Refusal,
-                "prompt blocked by the provider: blockReason SAFETY (HARM_CATEGORY_HARASSMENT: MEDIUM)",
-            ),
-            (
                 "no_candidates.json",
-                ErrorClass::EmptyOutput,
+                EmptyOutput,
                 "empty reply (no candidates)",
             ),
             (
                 "empty_content.json",
-                ErrorClass::EmptyOutput,
+                EmptyOutput,
                 "empty reply (finishReason: STOP)",
             ),
             (
                 "wrong_shape.json",
-                ErrorClass::MalformedResponse,
-                "unexpected response shape",
+                MalformedResponse,
+                "unexpected response shape: no candidates",
             ),
-            (
-                "not_json.txt",
-                ErrorClass::MalformedResponse,
-                "response is not JSON",
-            ),
+            ("not_json.txt", MalformedResponse, "response is not JSON"),
         ];
-        for (file, class, message) in cases {
+        for (file, class, start) in cases {
             let e = parse_reply(&fixture(file)).expect_err(file);
             assert_eq!(e.class, class, "{file}: {}", e.message);
-            assert!(e.message.starts_with(message), "{file}: {}", e.message);
+            assert!(e.message.starts_with(start), "{file}: {}", e.message);
             assert!(!e.message.contains('\n'), "{file}: one line");
+        }
+    }
+
+    #[test]
+    fn blocks_name_the_reason_and_the_flagged_ratings() {
+        let cases = [
+            (
+                "safety.json",
+                "blocked by the provider: finishReason SAFETY \
+                 (HARM_CATEGORY_HARASSMENT: LOW, HARM_CATEGORY_DANGEROUS_CONTENT: HIGH)",
+            ),
+            (
+                "prompt_blocked.json",
+                "prompt blocked by the provider: blockReason SAFETY \
+                 (HARM_CATEGORY_HARASSMENT: MEDIUM)",
+            ),
+        ];
+        for (file, message) in cases {
+            let e = parse_reply(&fixture(file)).expect_err(file);
+            assert_eq!((e.class, e.message.as_str()), (Refusal, message));
         }
     }
 
@@ -522,7 +502,8 @@ mod tests {
             ("FINISH_REASON_UNSPECIFIED", "finish_reason_unspecified"),
         ];
         for (reason, finish) in cases {
-            let body = json!({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": reason}]});
+            let body = json!({"candidates": [{"content": {"parts": [{"text": "ok"}]},
+                                              "finishReason": reason}]});
             let r = parse_reply_value(&body).expect(reason);
             assert_eq!(r.finish_reason.as_deref(), Some(finish));
             assert_eq!(r.usage, None);
@@ -531,71 +512,69 @@ mod tests {
 
     #[test]
     fn odd_bodies_are_classified() {
+        let one = |candidate: Value| json!({"candidates": [candidate]});
+        let parts = |parts: Value| one(json!({"content": {"parts": parts}}));
         let cases = [
             (
-                json!({"candidates": [{"finishReason": "OTHER"}]}),
-                ErrorClass::Refusal,
+                one(json!({"finishReason": "OTHER"})),
+                Refusal,
                 "finishReason OTHER",
             ),
             (
-                json!({"candidates": [{"finishReason": "SPII", "finishMessage": "personal data"}]}),
-                ErrorClass::Refusal,
+                one(json!({"finishReason": "SPII", "finishMessage": "personal data"})),
+                Refusal,
                 "finishReason SPII: personal data",
             ),
             (
-                json!({"candidates": [{"content": {"parts": [{"text": "partial"}]}, "finishReason": "PROHIBITED_CONTENT"}]}),
-                ErrorClass::Refusal,
+                one(json!({"content": {"parts": [{"text": "partial"}]},
+                           "finishReason": "PROHIBITED_CONTENT"})),
+                Refusal,
                 "PROHIBITED_CONTENT",
             ),
             (
                 json!({"candidates": [], "promptFeedback": {"blockReason": "BLOCKLIST"}}),
-                ErrorClass::Refusal,
+                Refusal,
                 "blockReason BLOCKLIST",
             ),
+            (json!({"candidates": []}), EmptyOutput, "no candidates"),
             (
-                json!({"candidates": []}),
-                ErrorClass::EmptyOutput,
-                "no candidates",
+                parts(json!([{"text": "hmm", "thought": true}])),
+                EmptyOutput,
+                "empty reply",
             ),
             (
                 json!({"candidates": {"text": "hi"}}),
-                ErrorClass::MalformedResponse,
-                "candidates is not an array",
+                MalformedResponse,
+                "not an array",
             ),
             (
-                json!({"candidates": [{"content": {"parts": "hi"}}]}),
-                ErrorClass::MalformedResponse,
+                parts(json!("hi")),
+                MalformedResponse,
                 "parts is not an array",
             ),
             (
-                json!({"candidates": [{"content": {"parts": [{"text": 1}]}}]}),
-                ErrorClass::MalformedResponse,
+                parts(json!([{"text": 1}])),
+                MalformedResponse,
                 "not a string",
             ),
             (
-                json!({"candidates": [{"content": {"parts": [{"text": "hmm", "thought": true}]},
-                    "finishReason": "MAX_TOKENS"}]}),
-                ErrorClass::EmptyOutput,
-                "MAX_TOKENS",
-            ),
-            (
                 json!("hello"),
-                ErrorClass::MalformedResponse,
+                MalformedResponse,
                 "no candidates, promptFeedback",
             ),
             (
-                json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
-                ErrorClass::ServerError,
+                json!({"error": {"code": 503, "message": "The model is overloaded."}}),
+                ServerError,
                 "overloaded",
             ),
             (
                 json!({"error": {"code": 400, "message": "API key not valid."}}),
-                ErrorClass::Auth,
+                Auth,
                 "API key",
             ),
             (
                 json!({"error": {"message": "?"}}),
-                ErrorClass::MalformedResponse,
+                MalformedResponse,
                 "error object",
             ),
         ];
@@ -609,69 +588,49 @@ mod tests {
 
     #[test]
     fn statuses_are_classified() {
-        let text_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED"}}"#;
-        let zero_quota = r#"{"error":{"code":429,"message":"You exceeded your current quota. * Quota exceeded for metric: generate_content_free_tier_requests, limit: 0, model: gemini-2.5-pro","status":"RESOURCE_EXHAUSTED"}}"#;
         let cases = [
-            (
-                400,
-                fixture_text("error_400_invalid.json"),
-                ErrorClass::ClientError,
-            ),
-            (
-                400,
-                fixture_text("error_400_api_key.json"),
-                ErrorClass::Auth,
-            ),
-            (401, fixture_text("error_401.json"), ErrorClass::Auth),
-            (403, fixture_text("error_403.json"), ErrorClass::Auth),
-            (
-                404,
-                fixture_text("error_404.json"),
-                ErrorClass::UnknownModel,
-            ),
-            (408, String::new(), ErrorClass::Timeout),
-            (413, String::new(), ErrorClass::ClientError),
-            (
-                429,
-                fixture_text("error_429_rate.json"),
-                ErrorClass::RateLimited,
-            ),
-            (
-                429,
-                fixture_text("error_429_quota_daily.json"),
-                ErrorClass::QuotaExhausted,
-            ),
-            (
-                429,
-                fixture_text("error_429_resource_exhausted.json"),
-                ErrorClass::RateLimited,
-            ),
-            (429, text_quota.into(), ErrorClass::QuotaExhausted),
-            (429, zero_quota.into(), ErrorClass::QuotaExhausted),
-            (429, "Too Many Requests".into(), ErrorClass::RateLimited),
-            (500, fixture_text("error_500.json"), ErrorClass::ServerError),
-            (502, fixture_text("not_json.txt"), ErrorClass::ServerError),
-            (503, fixture_text("error_503.json"), ErrorClass::ServerError),
+            (400, "error_400_invalid.json", ClientError),
+            (400, "error_400_api_key.json", Auth),
+            (401, "error_401.json", Auth),
+            (403, "error_403.json", Auth),
+            (404, "error_404.json", UnknownModel),
+            (429, "error_429_rate.json", RateLimited),
+            (429, "error_429_resource_exhausted.json", RateLimited),
+            (429, "error_429_quota_daily.json", QuotaExhausted),
+            (429, "error_429_quota_zero.json", QuotaExhausted),
+            (429, "error_429_quota_text.json", QuotaExhausted),
+            (500, "error_500.json", ServerError),
+            (502, "not_json.txt", ServerError),
+            (503, "error_503.json", ServerError),
+            (408, "", Timeout),
+            (413, "", ClientError),
+            (429, "", RateLimited),
         ];
-        for (status, body, class) in cases {
+        for (status, file, class) in cases {
+            let body = if file.is_empty() {
+                String::new()
+            } else {
+                fixture_text(file)
+            };
             let e = classify_status(status, &body);
-            assert_eq!(e.class, class, "{status} {body}");
+            assert_eq!(e.class, class, "{status} {file}");
             assert_eq!(e.status, Some(status));
-            assert!(
-                e.message.starts_with(&format!("HTTP {status}: ")),
-                "{}",
-                e.message
-            );
+            let prefix = format!("HTTP {status}: ");
+            assert!(e.message.starts_with(&prefix), "{}", e.message);
             assert!(!e.message.contains('\n'), "one line: {}", e.message);
         }
     }
 
     #[test]
     fn rate_limit_carries_the_retry_delay() {
+        let fractional = r#"{"error": {"code": 429, "details": [{
+            "@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]}}"#;
         let cases = [
-            (fixture_text("error_429_rate.json"), Some(Duration::from_secs(41))),
-            (r#"{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#.into(),
-             Some(Duration::from_millis(1500))),
+            (
+                fixture_text("error_429_rate.json"),
+                Some(Duration::from_secs(41)),
+            ),
+            (fractional.to_owned(), Some(Duration::from_millis(1500))),
             (fixture_text("error_429_resource_exhausted.json"), None),
             (fixture_text("error_429_quota_daily.json"), None),
         ];

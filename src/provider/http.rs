@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{ErrorClass, ProviderError, openai};
+use super::{ErrorClass, ProviderError, WireRequest, anthropic, classify_status, gemini};
 use crate::config::{ProviderConfig, ProviderKind};
 
 /// An API key. Its `Debug` output is redacted; it is never serialised.
@@ -170,7 +170,7 @@ impl HttpProvider {
     /// error is returned instead of waiting.
     pub async fn post_json(
         &self,
-        body: &serde_json::Value,
+        request: &WireRequest,
         stopping: &(dyn Fn() -> bool + Sync),
     ) -> (Result<Vec<u8>, ProviderError>, u32) {
         let seed = SystemTime::now()
@@ -181,7 +181,7 @@ impl HttpProvider {
         loop {
             attempt += 1;
             tokio::time::sleep(self.limiter.reserve()).await;
-            let err = match self.send_once(body).await {
+            let err = match self.send_once(request).await {
                 Ok(bytes) => return (Ok(bytes), attempt),
                 Err(e) => e,
             };
@@ -197,19 +197,25 @@ impl HttpProvider {
         }
     }
 
-    async fn send_once(&self, body: &serde_json::Value) -> Result<Vec<u8>, ProviderError> {
+    async fn send_once(&self, request: &WireRequest) -> Result<Vec<u8>, ProviderError> {
         let base = self
             .config
             .base_url
             .as_deref()
             .expect("http providers have a base_url");
-        let path = match self.config.kind {
-            ProviderKind::Openai => openai::PATH,
-            ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
-        };
-        let mut req = self.client.post(format!("{base}{path}")).json(body);
+        let mut req = self
+            .client
+            .post(format!("{base}{}", request.path))
+            .json(&request.body);
+        if self.config.kind == ProviderKind::Anthropic {
+            req = req.header(anthropic::VERSION_HEADER, anthropic::API_VERSION);
+        }
         if let Some(key) = &self.key {
-            req = req.bearer_auth(key.expose());
+            req = match self.config.kind {
+                ProviderKind::Anthropic => req.header(anthropic::API_KEY_HEADER, key.expose()),
+                ProviderKind::Gemini => req.header(gemini::API_KEY_HEADER, key.expose()),
+                _ => req.bearer_auth(key.expose()),
+            };
         }
         let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
         let status = resp.status().as_u16();
@@ -222,8 +228,8 @@ impl HttpProvider {
         if (200..300).contains(&status) {
             return Ok(bytes.to_vec());
         }
-        let mut err = openai::classify_status(status, &String::from_utf8_lossy(&bytes));
-        err.retry_after = retry_after;
+        let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));
+        err.retry_after = retry_after.or(err.retry_after);
         err.message = self.explain(&err);
         Err(err)
     }

@@ -2,11 +2,16 @@
 //! recorded in outputs, and the dispatch to each provider's pure translation (`openai`, `files`)
 //! and the HTTP layer (`http`).
 
+pub mod anthropic;
 pub mod files;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::ProviderKind;
 
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,5 +150,61 @@ pub fn excerpt(body: &str, max: usize) -> String {
     } else {
         let cut: String = flat.chars().take(max).collect();
         format!("{cut}…")
+    }
+}
+
+/// A request in a provider's wire format: the path under `base_url` and the JSON body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireRequest {
+    pub path: String,
+    pub body: Value,
+}
+
+/// Translates a request for an HTTP provider kind.
+pub fn to_wire(kind: ProviderKind, req: &ChatRequest) -> WireRequest {
+    match kind {
+        ProviderKind::Openai => WireRequest {
+            path: openai::PATH.into(),
+            body: openai::build_request(req),
+        },
+        ProviderKind::Anthropic => WireRequest {
+            path: anthropic::PATH.into(),
+            body: anthropic::build_request(req),
+        },
+        ProviderKind::Gemini => WireRequest {
+            path: gemini::path(&req.model),
+            body: gemini::build_request(req),
+        },
+        ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
+    }
+}
+
+/// Parses a 2xx body already decoded as JSON.
+pub fn parse_reply_value(kind: ProviderKind, value: &Value) -> Result<ChatReply, ProviderError> {
+    match kind {
+        ProviderKind::Openai => openai::parse_reply_value(value),
+        ProviderKind::Anthropic => anthropic::parse_reply_value(value),
+        ProviderKind::Gemini => gemini::parse_reply_value(value),
+        ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
+    }
+}
+
+/// Parses a raw 2xx body.
+pub fn parse_reply(kind: ProviderKind, body: &[u8]) -> Result<ChatReply, ProviderError> {
+    match kind {
+        ProviderKind::Openai => openai::parse_reply(body),
+        ProviderKind::Anthropic => anthropic::parse_reply(body),
+        ProviderKind::Gemini => gemini::parse_reply(body),
+        ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
+    }
+}
+
+/// Classifies a non-2xx response.
+pub fn classify_status(kind: ProviderKind, status: u16, body: &str) -> ProviderError {
+    match kind {
+        ProviderKind::Openai => openai::classify_status(status, body),
+        ProviderKind::Anthropic => anthropic::classify_status(status, body),
+        ProviderKind::Gemini => gemini::classify_status(status, body),
+        ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
     }
 }
