@@ -92,6 +92,25 @@ pub enum Command {
     Label(LabelArgs),
 }
 
+/// Parses `90`, `90s`, `30m` or `2h`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (e.g. 90s, 30m, 2h)"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("unknown unit in `{s}` (use s, m or h)")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
+
 /// `judge generate`.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
@@ -111,6 +130,11 @@ pub struct GenerateArgs {
     /// When resuming, also retry items whose earlier attempt failed.
     #[arg(long)]
     pub retry_failed: bool,
+
+    /// Stop starting items after this long (e.g. 90s, 30m, 2h): items in flight are recorded
+    /// (failed with their last error if they were still retrying), the rest wait for a rerun.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub deadline: Option<std::time::Duration>,
 }
 
 /// `judge compare`.
@@ -133,6 +157,10 @@ pub struct CompareArgs {
     /// When resuming, also retry calls whose verdict was recorded as failed.
     #[arg(long)]
     pub retry_failed: bool,
+
+    /// Stop starting calls after this long (e.g. 90s, 30m, 2h); see `judge generate --help`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub deadline: Option<std::time::Duration>,
 }
 
 /// `judge check`.

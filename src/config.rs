@@ -101,6 +101,8 @@ pub struct ProviderConfig {
     pub max_concurrency: usize,
     /// 0 = no limit.
     pub requests_per_minute: u32,
+    /// Estimated tokens (prompt characters / 4 + the token cap) per minute; 0 = no limit.
+    pub tokens_per_minute: u64,
     pub timeout_secs: u64,
     /// Retries per request after the first attempt.
     pub max_retries: u32,
@@ -297,6 +299,7 @@ struct RawProvider {
     api_key_env: Option<String>,
     max_concurrency: Option<usize>,
     requests_per_minute: Option<u32>,
+    tokens_per_minute: Option<u64>,
     timeout_secs: Option<u64>,
     max_retries: Option<u32>,
 }
@@ -500,6 +503,7 @@ fn resolve_provider(
         api_key_env,
         max_concurrency,
         requests_per_minute: p.requests_per_minute.unwrap_or(0),
+        tokens_per_minute: p.tokens_per_minute.unwrap_or(0),
         timeout_secs,
         max_retries: p.max_retries.unwrap_or(6),
     })

@@ -136,7 +136,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     };
     let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
     let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
-    let stop = Arc::new(Stop::default());
+    let stop = Arc::new(Stop::with_deadline(
+        args.deadline.map(|d| std::time::Instant::now() + d),
+    ));
     let ctx = Arc::new(Ctx {
         cache,
         checks,
@@ -582,6 +584,13 @@ fn finish(
     match ctx.stop.reason() {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        None if ctx.stop.past_deadline() => {
+            eprintln!(
+                "deadline reached: calls not started wait for a rerun with --run {}",
+                run_dir.name()
+            );
+            Ok(Outcome::ItemsFailed)
+        }
         None if failed => Ok(Outcome::ItemsFailed),
         None => Ok(Outcome::Success),
     }

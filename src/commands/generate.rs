@@ -87,7 +87,9 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     let outputs_path = run_dir.file(OUTPUTS_FILE);
     let existing: Vec<OutputRecord> = read_jsonl_repairing(&outputs_path)?;
     let items = pending_items(&suite, &models, &existing, args.retry_failed);
-    let stop = Arc::new(Stop::default());
+    let stop = Arc::new(Stop::with_deadline(
+        args.deadline.map(|d| std::time::Instant::now() + d),
+    ));
     let ctx = Arc::new(Ctx {
         cache: Cache::new(config.cache_dir()),
         suite,
@@ -191,6 +193,14 @@ fn finish(
     match stop_reason {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        None if !complete && ctx.stop.past_deadline() => {
+            let missing = ctx.suite.tasks.len() * ctx.models.len() - ours.len();
+            eprintln!(
+                "deadline reached: {missing} item(s) not started; rerun with --run {} to resume",
+                run_dir.name()
+            );
+            Ok(Outcome::ItemsFailed)
+        }
         None if failed > 0 => Ok(Outcome::ItemsFailed),
         None => Ok(Outcome::Success),
     }

@@ -24,6 +24,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             models: args.models.clone(),
             refresh: false,
             retry_failed: args.retry_failed,
+            deadline: None,
         },
     )?;
     let judges = if !args.judges.is_empty() {
@@ -40,6 +41,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             judges: judges.clone(),
             refresh: false,
             retry_failed: args.retry_failed,
+            deadline: None,
         },
     )?;
     for judge in &judges {

@@ -63,11 +63,13 @@ pub async fn cached_call(
         result.from_cache = true;
         return Some(result);
     }
-    if stop.is_stopping() {
+    if stop.is_stopping() || stop.past_deadline() {
         return None;
     }
     let s = stop.clone();
-    let (sent, attempts) = http.post_json(request, &move || s.is_stopping()).await;
+    let (sent, attempts) = http
+        .post_json(request, &move || s.is_stopping(), stop.deadline())
+        .await;
     result.attempts = attempts;
     let parsed = sent.and_then(|bytes| {
         let value: Value = serde_json::from_slice(&bytes).map_err(|_| {

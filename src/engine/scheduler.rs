@@ -16,14 +16,35 @@ pub enum StopReason {
     Fatal(String),
 }
 
-/// A shared stop signal: once set, no new item starts; items in flight finish.
+/// A shared stop signal: once set (or once the deadline passes), no new item starts; items in
+/// flight finish.
 #[derive(Debug, Default)]
 pub struct Stop {
     flag: AtomicBool,
     reason: Mutex<Option<StopReason>>,
+    deadline: Option<std::time::Instant>,
 }
 
 impl Stop {
+    /// A stop signal that also trips at `deadline`.
+    pub fn with_deadline(deadline: Option<std::time::Instant>) -> Self {
+        Stop {
+            deadline,
+            ..Stop::default()
+        }
+    }
+
+    /// The overall deadline, if any.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.deadline
+    }
+
+    /// Whether the deadline has passed.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+
     /// Requests a stop; the first reason wins.
     pub fn request(&self, reason: StopReason) {
         let mut r = self
@@ -79,7 +100,7 @@ pub async fn run_groups<I, R, F, Fut>(
             let (queue, stop, work, tx) = (queue.clone(), stop.clone(), work.clone(), tx.clone());
             workers.spawn(async move {
                 loop {
-                    if stop.is_stopping() {
+                    if stop.is_stopping() || stop.past_deadline() {
                         break;
                     }
                     let next = queue

@@ -75,10 +75,14 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// Longest wait we honour from a server, so that a bad header cannot stall a run for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
-/// Spaces requests to `requests_per_minute` and pauses the whole provider after a 429.
+/// Spaces requests to `requests_per_minute`, keeps estimated tokens within
+/// `tokens_per_minute` (a token bucket that may go into debt: a request waits until the debt
+/// is repaid), and pauses the whole provider after a 429.
 #[derive(Debug)]
 struct Limiter {
     interval: Option<Duration>,
+    /// Tokens per second and bucket capacity, when `tokens_per_minute` is set.
+    token_rate: Option<(f64, f64)>,
     state: Mutex<LimiterState>,
 }
 
@@ -86,32 +90,50 @@ struct Limiter {
 struct LimiterState {
     next_slot: Instant,
     paused_until: Instant,
+    tokens: f64,
+    tokens_at: Instant,
 }
 
 impl Limiter {
-    fn new(requests_per_minute: u32) -> Self {
+    fn new(requests_per_minute: u32, tokens_per_minute: u64) -> Self {
         let interval =
             (requests_per_minute > 0).then(|| Duration::from_secs(60) / requests_per_minute);
+        let token_rate = (tokens_per_minute > 0)
+            .then(|| (tokens_per_minute as f64 / 60.0, tokens_per_minute as f64));
         let now = Instant::now();
+        let tokens = token_rate.map_or(0.0, |(_, cap)| cap);
         Limiter {
             interval,
+            token_rate,
             state: Mutex::new(LimiterState {
                 next_slot: now,
                 paused_until: now,
+                tokens,
+                tokens_at: now,
             }),
         }
     }
 
-    /// How long the caller must wait before sending; reserves its slot.
-    fn reserve(&self) -> Duration {
+    /// How long the caller must wait before sending a request of about `tokens` tokens;
+    /// reserves its slot and its tokens.
+    fn reserve(&self, tokens: u64) -> Duration {
         let mut s = self
             .state
             .lock()
             .expect("limiter lock is never poisoned: no panics inside");
         let now = Instant::now();
-        let start = s.next_slot.max(s.paused_until).max(now);
+        let mut start = s.next_slot.max(s.paused_until).max(now);
         if let Some(iv) = self.interval {
             s.next_slot = start + iv;
+        }
+        if let Some((rate, cap)) = self.token_rate {
+            let refill = now.saturating_duration_since(s.tokens_at).as_secs_f64() * rate;
+            s.tokens = (s.tokens + refill).min(cap);
+            s.tokens_at = now;
+            s.tokens -= (tokens as f64).min(cap);
+            if s.tokens < 0.0 {
+                start = start.max(now + Duration::from_secs_f64(-s.tokens / rate));
+            }
         }
         start - now
     }
@@ -152,7 +174,7 @@ impl HttpProvider {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000);
         Ok(HttpProvider {
-            limiter: Limiter::new(config.requests_per_minute),
+            limiter: Limiter::new(config.requests_per_minute, config.tokens_per_minute),
             config,
             key,
             client,
@@ -165,27 +187,33 @@ impl HttpProvider {
         &self.config
     }
 
-    /// POSTs `body`, retrying what can succeed on a second try. Returns the 2xx body and the
-    /// number of attempts. `stopping` is polled before each retry: once it is true, the last
-    /// error is returned instead of waiting.
+    /// POSTs the request, retrying what can succeed on a second try. Returns the 2xx body and
+    /// the number of attempts. No retry starts once `stopping()` is true or `deadline` has
+    /// passed (a backoff is cut short at the deadline): the last error is returned instead.
     pub async fn post_json(
         &self,
         request: &WireRequest,
         stopping: &(dyn Fn() -> bool + Sync),
+        deadline: Option<Instant>,
     ) -> (Result<Vec<u8>, ProviderError>, u32) {
         let seed = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(7, |d| d.as_nanos() as u64);
         let mut backoff = Backoff::new(self.backoff_base, Duration::from_secs(60), seed);
+        let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            tokio::time::sleep(self.limiter.reserve()).await;
+            tokio::time::sleep(self.limiter.reserve(request.estimated_tokens)).await;
             let err = match self.send_once(request).await {
                 Ok(bytes) => return (Ok(bytes), attempt),
                 Err(e) => e,
             };
-            if !err.class.is_retryable() || attempt > self.config.max_retries || stopping() {
+            if !err.class.is_retryable()
+                || attempt > self.config.max_retries
+                || stopping()
+                || past_deadline()
+            {
                 return (Err(err), attempt);
             }
             let wait = err.retry_after.map(|d| d.min(MAX_RETRY_AFTER));
@@ -193,7 +221,13 @@ impl HttpProvider {
             if err.class == ErrorClass::RateLimited {
                 self.limiter.pause_for(wait);
             }
+            let wait = deadline.map_or(wait, |d| {
+                wait.min(d.saturating_duration_since(Instant::now()))
+            });
             tokio::time::sleep(wait).await;
+            if stopping() || past_deadline() {
+                return (Err(err), attempt);
+            }
         }
     }
 
@@ -332,15 +366,33 @@ mod tests {
     }
 
     #[test]
+    fn limiter_keeps_tokens_within_the_budget() {
+        let l = Limiter::new(0, 6000); // 100 tokens per second, bucket of 6000
+        assert_eq!(l.reserve(5000), Duration::ZERO);
+        assert_eq!(l.reserve(1000), Duration::ZERO);
+        let wait = l.reserve(500); // 500 tokens of debt = 5 s
+        assert!(
+            wait > Duration::from_millis(4900) && wait <= Duration::from_secs(5),
+            "{wait:?}"
+        );
+        let bigger_than_bucket = Limiter::new(0, 60);
+        assert_eq!(
+            bigger_than_bucket.reserve(10_000),
+            Duration::ZERO,
+            "capped at the bucket"
+        );
+    }
+
+    #[test]
     fn limiter_spaces_requests() {
-        let l = Limiter::new(600); // one per 100 ms
-        assert_eq!(l.reserve(), Duration::ZERO);
-        let second = l.reserve();
+        let l = Limiter::new(600, 0); // one per 100 ms
+        assert_eq!(l.reserve(1), Duration::ZERO);
+        let second = l.reserve(1);
         assert!(
             second > Duration::from_millis(90) && second <= Duration::from_millis(100),
             "{second:?}"
         );
         l.pause_for(Duration::from_secs(5));
-        assert!(l.reserve() > Duration::from_secs(4));
+        assert!(l.reserve(1) > Duration::from_secs(4));
     }
 }

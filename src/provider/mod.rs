@@ -158,24 +158,23 @@ pub fn excerpt(body: &str, max: usize) -> String {
 pub struct WireRequest {
     pub path: String,
     pub body: Value,
+    /// Rough size for `tokens_per_minute`: message characters / 4 + the token cap.
+    pub estimated_tokens: u64,
 }
 
 /// Translates a request for an HTTP provider kind.
 pub fn to_wire(kind: ProviderKind, req: &ChatRequest) -> WireRequest {
-    match kind {
-        ProviderKind::Openai => WireRequest {
-            path: openai::PATH.into(),
-            body: openai::build_request(req),
-        },
-        ProviderKind::Anthropic => WireRequest {
-            path: anthropic::PATH.into(),
-            body: anthropic::build_request(req),
-        },
-        ProviderKind::Gemini => WireRequest {
-            path: gemini::path(&req.model),
-            body: gemini::build_request(req),
-        },
+    let (path, body) = match kind {
+        ProviderKind::Openai => (openai::PATH.into(), openai::build_request(req)),
+        ProviderKind::Anthropic => (anthropic::PATH.into(), anthropic::build_request(req)),
+        ProviderKind::Gemini => (gemini::path(&req.model), gemini::build_request(req)),
         ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
+    };
+    let chars: usize = req.messages.iter().map(|m| m.content.chars().count()).sum();
+    WireRequest {
+        path,
+        body,
+        estimated_tokens: chars.div_ceil(4) as u64 + u64::from(req.max_tokens),
     }
 }
 
