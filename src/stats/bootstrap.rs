@@ -10,13 +10,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::StatsError;
-use super::bootstrap_input::{BootstrapInput, Scratch};
+use super::bootstrap_input::{BootstrapInput, LANES, Scratch};
 use super::bradley_terry::{
     BtFit, LinearisedStart, Newton, check_prior, checked_start, rating_from_theta, win_rates_into,
 };
 use super::counts::PairData;
 use super::interval::{Interval, percentile_interval};
-use super::poisson::resample_rng;
 
 /// The default number of resamples (`--resamples`).
 pub const DEFAULT_RESAMPLES: usize = 1000;
@@ -142,7 +141,7 @@ fn run_parallel(
     })
 }
 
-/// Resamples `first..first + theta.len()/p` into the given output rows.
+/// Resamples `first..first + theta.len()/p` into the given output rows, [`LANES`] at a time.
 fn run_block(
     job: &Job<'_>,
     first: usize,
@@ -152,26 +151,30 @@ fn run_block(
     let p = job.start.len();
     let pairs = &job.input.active.models;
     let mut newton = Newton::new(p);
-    let mut data = PairData {
+    let empty = PairData {
         w: vec![0.0; pairs.len() + 1],
         n: vec![0.0; pairs.len() + 1],
     };
+    let mut batch = vec![empty; LANES];
     let (mut scratch, mut expo) = (Scratch::default(), Vec::new());
-    for (k, (th, wr)) in theta.chunks_mut(p).zip(win.chunks_mut(p)).enumerate() {
-        let mut rng = resample_rng(job.seed, first + k);
-        match job.unit {
-            BootstrapUnit::Comparison => {
-                job.input
-                    .resample_comparisons(&mut rng, &mut data, &mut scratch)
+    let rows = theta.chunks_mut(p * LANES).zip(win.chunks_mut(p * LANES));
+    for (b, (theta_rows, win_rows)) in rows.enumerate() {
+        let lanes = &mut batch[..theta_rows.len() / p];
+        let start = first + b * LANES;
+        job.input
+            .resample_batch(job.unit, job.seed, start, lanes, &mut scratch);
+        let fits = lanes
+            .iter()
+            .zip(theta_rows.chunks_mut(p))
+            .zip(win_rows.chunks_mut(p));
+        for ((data, th), wr) in fits {
+            match &job.linearised {
+                Some(linearised) => linearised.start(pairs, data, th),
+                None => th.copy_from_slice(job.start),
             }
-            BootstrapUnit::Task => job.input.resample_tasks(&mut rng, &mut data, &mut scratch),
+            newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
+            win_rates_into(th, wr, &mut expo);
         }
-        match &job.linearised {
-            Some(linearised) => linearised.start(pairs, &data, th),
-            None => th.copy_from_slice(job.start),
-        }
-        newton.solve(pairs, &data, job.prior, th, RESAMPLE_STEP_TOL)?;
-        win_rates_into(th, wr, &mut expo);
     }
     Ok(())
 }

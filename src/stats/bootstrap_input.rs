@@ -5,15 +5,17 @@
 //! cells — (unordered pair, lower index wins / higher index wins / tie), plus one cell for all
 //! both-bad rows — and a multinomial over the cells with probabilities count/N and N draws
 //! has exactly the distribution of the resampled counts (see [`super::multinomial`]). For the
-//! task (cluster) bootstrap, each task keeps its own list of cells and a resample draws task
-//! multiplicities (T uniform picks among T tasks). Memory grows with distinct cells, not rows.
+//! task (cluster) bootstrap, every pair keeps its per-task tallies and a resample draws task
+//! multiplicities (T uniform picks among T tasks), then sums multiplicity × tally per pair.
+//! Memory grows with distinct cells (at most tasks × pairs), not with rows.
 
 use rand_core::Rng;
 
 use super::StatsError;
+use super::bootstrap::BootstrapUnit;
 use super::counts::{ActivePairs, Outcome, PairCounts, PairData, locate};
 use super::multinomial::CellSampler;
-use super::poisson::uniform_below;
+use super::poisson::{resample_rng, uniform_below};
 
 /// Comparison rows aggregated for [`super::bootstrap`]: full-data counts, the comparison
 /// cells and the per-task cells. Build it with [`BootstrapInputBuilder`] or
@@ -27,19 +29,22 @@ pub struct BootstrapInput {
     /// What one row of the cell adds to `w`: 1 (lower index wins), 0 or ½ (tie).
     cell_win: Vec<f64>,
     cells: CellSampler,
-    /// Task `t` owns `task_entries[task_start[t]..task_start[t + 1]]`.
-    task_start: Vec<usize>,
+    /// Distinct tasks.
+    n_tasks: usize,
+    /// Active pair (slot) `k` owns `task_entries[slot_start[k]..slot_start[k + 1]]`.
+    slot_start: Vec<usize>,
     task_entries: Vec<TaskEntry>,
 }
 
 /// One active pair's comparisons within one task.
 #[derive(Debug, Clone, Copy)]
 struct TaskEntry {
-    slot: u32,
+    /// Dense task index (tasks in ascending label order).
+    task: u32,
     /// 2·(wins of the lower index) + ties.
-    twice_w: u32,
+    twice_w: u16,
     /// Rated comparisons.
-    n: u32,
+    n: u16,
 }
 
 impl BootstrapInput {
@@ -73,7 +78,7 @@ impl BootstrapInput {
 
     /// Distinct tasks (the size of a task-level resample).
     pub fn n_tasks(&self) -> usize {
-        self.task_start.len() - 1
+        self.n_tasks
     }
 
     /// Distinct comparison cells (the cost of one comparison-level resample).
@@ -81,15 +86,31 @@ impl BootstrapInput {
         self.cells.len()
     }
 
-    /// Sufficient statistics of a comparison-level resample: a multinomial over the cells.
-    /// `data` must have `active.models.len() + 1` slots; the last one collects both-bad rows.
-    pub(crate) fn resample_comparisons<R: Rng>(
+    /// Draws resamples `first..first + data.len()` (at most [`LANES`]) by `unit` into
+    /// `data`: per active pair `w` and `n`, plus a spare last slot for both-bad rows. Resample
+    /// `r` always uses its own stream `resample_rng(seed, r)`, so batching changes nothing.
+    pub(crate) fn resample_batch(
         &self,
-        rng: &mut R,
-        data: &mut PairData,
+        unit: BootstrapUnit,
+        seed: u64,
+        first: usize,
+        data: &mut [PairData],
         scratch: &mut Scratch,
     ) {
-        let draws = &mut scratch.counts;
+        debug_assert!(data.len() <= LANES);
+        match unit {
+            BootstrapUnit::Comparison => {
+                for (lane, d) in data.iter_mut().enumerate() {
+                    let mut rng = resample_rng(seed, first + lane);
+                    self.resample_comparisons(&mut rng, d, &mut scratch.counts);
+                }
+            }
+            BootstrapUnit::Task => self.resample_tasks(seed, first, data, scratch),
+        }
+    }
+
+    /// A comparison-level resample: a multinomial over the cells.
+    fn resample_comparisons<R: Rng>(&self, rng: &mut R, data: &mut PairData, draws: &mut Vec<u64>) {
         draws.resize(self.cells.len(), 0);
         self.cells.sample(rng, draws);
         data.w.fill(0.0);
@@ -100,45 +121,68 @@ impl BootstrapInput {
         }
     }
 
-    /// Sufficient statistics of a task-level resample: each of T picks chooses one of the T
-    /// tasks uniformly, then every task adds its cells times its multiplicity.
-    pub(crate) fn resample_tasks<R: Rng>(
+    /// Task-level resamples, one per lane: each of T picks chooses one of the T tasks
+    /// uniformly; then each pair sums multiplicity × tally over its tasks. Pairs are visited
+    /// in turn with every lane at once, so the tallies stream through once per batch, the
+    /// sums stay in registers and the multiplicities in cache. All sums are of integers,
+    /// hence exact, and equal to drawing the resamples one at a time.
+    fn resample_tasks(
         &self,
-        rng: &mut R,
-        data: &mut PairData,
+        seed: u64,
+        first: usize,
+        data: &mut [PairData],
         scratch: &mut Scratch,
     ) {
-        let n_tasks = self.n_tasks();
-        let times = &mut scratch.counts;
+        let times = &mut scratch.times;
         times.clear();
-        times.resize(n_tasks, 0);
-        for _ in 0..n_tasks {
-            times[uniform_below(rng, n_tasks as u64) as usize] += 1;
-        }
-        // One interleaved accumulator, so each entry touches one cache line.
-        let acc = &mut scratch.pairs;
-        acc.clear();
-        acc.resize(data.n.len(), [0.0; 2]);
-        for (task, &k) in times.iter().enumerate().filter(|(_, k)| **k > 0) {
-            let k = k as f64;
-            for e in &self.task_entries[self.task_start[task]..self.task_start[task + 1]] {
-                let slot = &mut acc[e.slot as usize];
-                slot[0] += k * f64::from(e.twice_w);
-                slot[1] += k * f64::from(e.n);
+        times.resize(self.n_tasks, [0.0; LANES]);
+        for (lane, resample) in (first..first + data.len()).enumerate() {
+            let mut rng = resample_rng(seed, resample);
+            for _ in 0..self.n_tasks {
+                times[uniform_below(&mut rng, self.n_tasks as u64) as usize][lane] += 1.0;
             }
         }
-        for ((w, n), [twice_w, total]) in data.w.iter_mut().zip(&mut data.n).zip(acc.iter()) {
-            *w = 0.5 * twice_w;
-            *n = *total;
+        for (slot, range) in self.slot_start.windows(2).enumerate() {
+            let [twice_w, total] = lane_sums(&self.task_entries[range[0]..range[1]], times);
+            for (lane, d) in data.iter_mut().enumerate() {
+                d.w[slot] = 0.5 * twice_w[lane];
+                d.n[slot] = total[lane];
+            }
+        }
+        // The spare both-bad slot never enters the fit.
+        for d in data.iter_mut() {
+            let spare = self.slot_start.len() - 1;
+            d.w[spare..].fill(0.0);
+            d.n[spare..].fill(0.0);
         }
     }
 }
 
+/// Σ multiplicity × (2·w, n) over one pair's task entries, per lane ([`LANES`] independent
+/// vector sums, enough to hide the latency of the additions).
+fn lane_sums(entries: &[TaskEntry], times: &[[f64; LANES]]) -> [[f64; LANES]; 2] {
+    let mut sums = [[0.0; LANES]; 2];
+    for e in entries {
+        let m = &times[e.task as usize];
+        let (tw, n) = (f64::from(e.twice_w), f64::from(e.n));
+        for lane in 0..LANES {
+            sums[0][lane] += m[lane] * tw;
+            sums[1][lane] += m[lane] * n;
+        }
+    }
+    sums
+}
+
+/// Resamples drawn together by [`BootstrapInput::resample_batch`].
+pub(crate) const LANES: usize = 8;
+
 /// Per-thread scratch space for drawing resamples.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
+    /// Cell draws of one comparison-level resample.
     counts: Vec<u64>,
-    pairs: Vec<[f64; 2]>,
+    /// Task multiplicities per lane.
+    times: Vec<[f64; LANES]>,
 }
 
 /// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 16 bytes per row until
@@ -179,75 +223,92 @@ impl BootstrapInputBuilder {
     pub fn build(mut self) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
         let (cell_slot, cell_win, weights) = comparison_cells(&self.counts, &active);
-        self.keys.sort_unstable();
-        let (task_start, task_entries) = task_cells(&self.keys, &active);
+        let (n_tasks, slot_start, task_entries) = task_cells(&mut self.keys, &active);
         BootstrapInput {
             cells: CellSampler::new(&weights),
             counts: self.counts,
             active,
             cell_slot,
             cell_win,
-            task_start,
+            n_tasks,
+            slot_start,
             task_entries,
         }
     }
 }
 
-/// The non-empty comparison cells as (slot, win contribution, count) columns.
+/// The non-empty comparison cells as (slot, win contribution, count) columns, ordered by
+/// count so that cells sharing a Poisson sampler are adjacent (see [`CellSampler`]).
 fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<u32>, Vec<f64>, Vec<u64>) {
-    let (mut slots, mut wins, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cells: Vec<(u64, u32, f64)> = Vec::new();
     for (pair, tally) in counts.tallies().iter().enumerate() {
         for (&count, win) in tally.iter().zip([1.0, 0.0, 0.5]) {
             if count > 0 {
-                slots.push(active.slot[pair]);
-                wins.push(win);
-                weights.push(count);
+                cells.push((count, active.slot[pair], win));
             }
         }
     }
     let both_bad = counts.both_bad_total();
     if both_bad > 0 {
-        slots.push(u32::try_from(active.models.len()).expect("fewer than 2^32 pairs"));
-        wins.push(0.0);
-        weights.push(both_bad);
+        let spare = u32::try_from(active.models.len()).expect("fewer than 2^32 pairs");
+        cells.push((both_bad, spare, 0.0));
     }
+    // Stable: equal counts keep pair order, so the layout is deterministic.
+    cells.sort_by_key(|&(count, _, _)| count);
+    let slots = cells.iter().map(|c| c.1).collect();
+    let wins = cells.iter().map(|c| c.2).collect();
+    let weights = cells.iter().map(|c| c.0).collect();
     (slots, wins, weights)
 }
 
-/// Per-task cells in CSR form from the sorted row keys: tasks in ascending label order
-/// (a task whose rows are all both-bad still counts, with no cells), pairs in slot order.
-fn task_cells(keys: &[(usize, u64)], active: &ActivePairs) -> (Vec<usize>, Vec<TaskEntry>) {
+/// Per-pair task tallies in CSR form from the row keys (which are re-sorted here): pairs in
+/// slot order, tasks numbered densely in ascending label order. A task whose rows are all
+/// both-bad still counts as a task, with no tallies. Returns (tasks, offsets, entries).
+fn task_cells(
+    keys: &mut [(usize, u64)],
+    active: &ActivePairs,
+) -> (usize, Vec<usize>, Vec<TaskEntry>) {
+    let mut labels: Vec<usize> = keys.iter().map(|k| k.0).collect();
+    labels.sort_unstable();
+    labels.dedup();
+    let dense = |label: usize| {
+        let t = labels
+            .binary_search(&label)
+            .expect("every label was collected");
+        u32::try_from(t).expect("fewer than 2^32 tasks")
+    };
+    keys.sort_unstable_by_key(|&(task, code)| (code >> 2, task, code & 3));
     let mut start = vec![0];
     let mut entries = Vec::new();
-    let mut current_task = None;
-    for run in keys.chunk_by(|x, y| x.0 == y.0 && x.1 >> 2 == y.1 >> 2) {
-        let (task, code) = run[0];
-        if current_task.is_some_and(|t| t != task) {
-            start.push(entries.len());
+    for pair_run in keys.chunk_by(|x, y| x.1 >> 2 == y.1 >> 2) {
+        let slot = active.slot[(pair_run[0].1 >> 2) as usize];
+        if slot == u32::MAX {
+            continue; // only both-bad rows: not an active pair
         }
-        current_task = Some(task);
-        let mut tally = [0u64; 4];
-        run.iter()
-            .for_each(|&(_, code)| tally[(code & 3) as usize] += 1);
-        push_entries(&mut entries, active.slot[(code >> 2) as usize], tally);
-    }
-    if current_task.is_some() {
+        for run in pair_run.chunk_by(|x, y| x.0 == y.0) {
+            let mut tally = [0u64; 4];
+            run.iter()
+                .for_each(|&(_, code)| tally[(code & 3) as usize] += 1);
+            push_entries(&mut entries, dense(run[0].0), tally);
+        }
         start.push(entries.len());
     }
-    (start, entries)
+    debug_assert_eq!(start.len(), active.models.len() + 1);
+    (labels.len(), start, entries)
 }
 
-/// Appends one pair's tallies `[lower wins, higher wins, ties, both bad]` as entries whose
-/// u32 fields cannot overflow: a (practically impossible) tally above 2^32/3 is split over
-/// several entries of the same slot, which the resampling sums exactly.
-fn push_entries(entries: &mut Vec<TaskEntry>, slot: u32, tally: [u64; 4]) {
-    const PART: u64 = (u32::MAX / 3) as u64;
+/// Appends one (pair, task) tally `[lower wins, higher wins, ties, both bad]` as entries whose
+/// 16-bit fields cannot overflow (8-byte entries halve the memory traffic of the task
+/// bootstrap): a tally above 2^16/3 (rare: one pair compared that often on one task) is split
+/// over several entries of the same task, which the resampling sums exactly.
+fn push_entries(entries: &mut Vec<TaskEntry>, task: u32, tally: [u64; 4]) {
+    const PART: u64 = (u16::MAX / 3) as u64;
     let [mut lo, mut hi, mut ties, _] = tally;
     while lo + hi + ties > 0 {
         let (l, h, t) = (lo.min(PART), hi.min(PART), ties.min(PART));
-        let fits = |x: u64| u32::try_from(x).expect("at most 3·PART fits in u32");
+        let fits = |x: u64| u16::try_from(x).expect("at most 3·PART fits in u16");
         entries.push(TaskEntry {
-            slot,
+            task,
             twice_w: fits(2 * l + t),
             n: fits(l + h + t),
         });
@@ -261,12 +322,12 @@ mod tests {
 
     #[test]
     fn huge_tallies_split_into_entries_with_exact_sums() {
-        let part = u64::from(u32::MAX / 3);
+        let part = u64::from(u16::MAX / 3);
         let tally = [2 * part + 5, 1, part + 3, 7];
         let mut entries = Vec::new();
         push_entries(&mut entries, 4, tally);
         assert_eq!(entries.len(), 3);
-        assert!(entries.iter().all(|e| e.slot == 4));
+        assert!(entries.iter().all(|e| e.task == 4));
         let twice_w: u64 = entries.iter().map(|e| u64::from(e.twice_w)).sum();
         let n: u64 = entries.iter().map(|e| u64::from(e.n)).sum();
         assert_eq!(twice_w, 2 * tally[0] + tally[2]);
@@ -286,8 +347,17 @@ mod tests {
         ];
         let input = BootstrapInput::from_rows(2, rows).expect("valid rows");
         assert_eq!((input.n_tasks(), input.rows(), input.n_cells()), (3, 4, 4));
-        assert_eq!(input.task_start, vec![0, 1, 1, 2]);
-        let last = input.task_entries[1];
-        assert_eq!((last.twice_w, last.n), (2, 2), "task 30: one win each way");
+        assert_eq!(input.slot_start, vec![0, 2]);
+        let [first, last] = [input.task_entries[0], input.task_entries[1]];
+        assert_eq!(
+            (first.task, first.twice_w, first.n),
+            (0, 1, 1),
+            "task 10: a tie"
+        );
+        assert_eq!(
+            (last.task, last.twice_w, last.n),
+            (2, 2, 2),
+            "task 30: one win each way"
+        );
     }
 }

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use serde::Deserialize;
 
 use super::*;
+use crate::stats::bootstrap_input::Scratch;
 use crate::stats::bradley_terry::fit_bradley_terry;
 use crate::stats::counts::Outcome;
 use crate::stats::test_support::{ModelNames, Row, read_fixture, synthetic_rows};
@@ -172,13 +173,15 @@ fn clustered_tasks_widen_the_task_interval() {
 #[test]
 fn degenerate_inputs() {
     let (input, fit) = prepare(3, &[], 0.1);
-    let result = run(&input, &fit, BootstrapUnit::Comparison, 1, 2);
-    assert!(
-        result
-            .win_rate
-            .iter()
-            .all(|ci| ci.lo == 0.5 && ci.hi == 0.5)
-    );
+    for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+        let result = run(&input, &fit, unit, 1, 2);
+        assert!(
+            result
+                .win_rate
+                .iter()
+                .all(|ci| ci.lo == 0.5 && ci.hi == 0.5)
+        );
+    }
     let (empty, empty_fit) = prepare(0, &[], 0.1);
     assert!(
         run(&empty, &empty_fit, BootstrapUnit::Task, 1, 2)
@@ -249,13 +252,7 @@ fn resample_fits_match_fully_converged_fits() {
         let mut scratch = Scratch::default();
         let mut newton = Newton::new(p);
         for r in 0..50 {
-            let mut rng = resample_rng(9, r);
-            match unit {
-                BootstrapUnit::Comparison => {
-                    input.resample_comparisons(&mut rng, &mut data, &mut scratch)
-                }
-                BootstrapUnit::Task => input.resample_tasks(&mut rng, &mut data, &mut scratch),
-            }
+            input.resample_batch(unit, 9, r, std::slice::from_mut(&mut data), &mut scratch);
             let mut quick = vec![0.0; p];
             start.start(pairs, &data, &mut quick);
             newton

@@ -27,58 +27,39 @@ pub(crate) struct CellSampler {
     total: u64,
     /// One sampler per distinct weight.
     poisson: Vec<Poisson>,
-    /// For each cell, its index in `poisson`.
-    sampler_of: Vec<u32>,
+    /// Consecutive cells sharing a sampler: (index in `poisson`, number of cells). Callers
+    /// that order cells by weight get one run per distinct weight, which keeps each table
+    /// in cache and dispatches once per run.
+    runs: Vec<(u32, u32)>,
+    cells: usize,
     alias: AliasTable,
 }
 
 impl CellSampler {
-    /// A sampler drawing `Σ weights` items over cells with the given weights.
+    /// A sampler drawing `Σ weights` items over cells with the given weights (any order;
+    /// ordering by weight makes sampling faster).
     pub(crate) fn new(weights: &[u64]) -> CellSampler {
         let total: u64 = weights.iter().sum();
-        let n = total as f64;
-        let lambda = (n - POISSON_MARGIN_SDS * n.sqrt()).max(0.0);
-        let mean = |w: u64| {
-            if total == 0 {
-                0.0
-            } else {
-                lambda * (w as f64 / n)
+        let (poisson, index) = samplers_by_weight(weights, total);
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for w in weights {
+            match runs.last_mut() {
+                Some((k, len)) if *k == index[w] => *len += 1,
+                _ => runs.push((index[w], 1)),
             }
-        };
-        // Distinct weights, most frequent first, get tables while the budget lasts.
-        let mut frequency: BTreeMap<u64, usize> = BTreeMap::new();
-        weights
-            .iter()
-            .for_each(|&w| *frequency.entry(w).or_default() += 1);
-        let mut distinct: Vec<(u64, usize)> = frequency.into_iter().collect();
-        distinct.sort_by_key(|&(w, cells)| (std::cmp::Reverse(cells), w));
-        let mut budget = TABLE_BUDGET;
-        let mut index = BTreeMap::new();
-        let poisson = distinct
-            .iter()
-            .enumerate()
-            .map(|(k, &(w, _))| {
-                index.insert(w, u32::try_from(k).expect("fewer than 2^32 cells"));
-                let len = Poisson::table_len(mean(w));
-                if len <= budget {
-                    budget -= len;
-                    Poisson::tabulated(mean(w))
-                } else {
-                    Poisson::new(mean(w))
-                }
-            })
-            .collect();
+        }
         CellSampler {
             total,
             poisson,
-            sampler_of: weights.iter().map(|w| index[w]).collect(),
+            runs,
+            cells: weights.len(),
             alias: AliasTable::new(weights),
         }
     }
 
     /// Number of cells.
     pub(crate) fn len(&self) -> usize {
-        self.sampler_of.len()
+        self.cells
     }
 
     /// Total items per draw (N).
@@ -91,9 +72,11 @@ impl CellSampler {
         debug_assert_eq!(out.len(), self.len());
         let drawn = loop {
             let mut drawn = 0;
-            for (slot, &k) in out.iter_mut().zip(&self.sampler_of) {
-                *slot = self.poisson[k as usize].sample(rng);
-                drawn += *slot;
+            let mut rest = &mut *out;
+            for &(k, len) in &self.runs {
+                let (run, tail) = rest.split_at_mut(len as usize);
+                drawn += self.poisson[k as usize].fill(rng, run);
+                rest = tail;
             }
             if drawn <= self.total {
                 break drawn;
@@ -103,6 +86,44 @@ impl CellSampler {
             out[self.alias.sample(rng)] += 1;
         }
     }
+}
+
+/// One Poisson sampler per distinct weight, with mean Λ·w/N, Λ = N − 2√N; the most frequent
+/// weights get guide tables while [`TABLE_BUDGET`] lasts. Returns the samplers and the index
+/// of each weight's sampler.
+fn samplers_by_weight(weights: &[u64], total: u64) -> (Vec<Poisson>, BTreeMap<u64, u32>) {
+    let n = total as f64;
+    let lambda = (n - POISSON_MARGIN_SDS * n.sqrt()).max(0.0);
+    let mean = |w: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            lambda * (w as f64 / n)
+        }
+    };
+    let mut frequency: BTreeMap<u64, usize> = BTreeMap::new();
+    weights
+        .iter()
+        .for_each(|&w| *frequency.entry(w).or_default() += 1);
+    let mut distinct: Vec<(u64, usize)> = frequency.into_iter().collect();
+    distinct.sort_by_key(|&(w, cells)| (std::cmp::Reverse(cells), w));
+    let mut budget = TABLE_BUDGET;
+    let mut index = BTreeMap::new();
+    let poisson = distinct
+        .iter()
+        .enumerate()
+        .map(|(k, &(w, _))| {
+            index.insert(w, u32::try_from(k).expect("fewer than 2^32 cells"));
+            let len = Poisson::table_len(mean(w));
+            if len <= budget {
+                budget -= len;
+                Poisson::tabulated(mean(w))
+            } else {
+                Poisson::new(mean(w))
+            }
+        })
+        .collect();
+    (poisson, index)
 }
 
 /// Walker's alias table for exact integer weights: bucket j (chosen uniformly) keeps j with

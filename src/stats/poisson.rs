@@ -121,6 +121,22 @@ impl Poisson {
         }
     }
 
+    /// Fills `out` with independent variates and returns their sum (one dispatch for all).
+    pub(crate) fn fill<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut [u64]) -> u64 {
+        let mut sum = 0;
+        match self {
+            Poisson::Table(table) => out.iter_mut().for_each(|x| {
+                *x = table.sample(rng);
+                sum += *x;
+            }),
+            other => out.iter_mut().for_each(|x| {
+                *x = other.sample(rng);
+                sum += *x;
+            }),
+        }
+        sum
+    }
+
     /// Poisson(μ) by table inversion (`μ = 0` gives [`Poisson::Zero`]).
     pub(crate) fn tabulated(mu: f64) -> Poisson {
         if mu <= 0.0 {

@@ -6,6 +6,7 @@ mod common;
 
 mod check;
 mod compare;
+mod faults;
 mod generate;
 mod label;
 mod rank;

@@ -52,6 +52,8 @@ pub enum Reply {
     Hang,
     /// Send headers and half the body, then close the connection.
     CutMidBody,
+    /// Send headers and half the body, then stall (until the client gives up).
+    StallMidBody,
 }
 
 impl Reply {
@@ -202,6 +204,18 @@ fn respond(stream: &mut TcpStream, reply: Reply) -> bool {
             std::thread::sleep(Duration::from_secs(30));
             false
         }
+        Reply::StallMidBody => {
+            let body = completion("this reply stalls", "stop");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body.as_bytes()[..body.len() / 2]);
+            let _ = stream.flush();
+            std::thread::sleep(Duration::from_secs(30));
+            false
+        }
         Reply::CutMidBody => {
             let body = completion("this reply is cut off", "stop");
             let head = format!(
@@ -263,6 +277,8 @@ impl Project {
         c.current_dir(self.path())
             .env_remove("JUDGE_CONFIG")
             .env("OPENAI_API_KEY", TEST_KEY)
+            .env("ANTHROPIC_API_KEY", TEST_KEY)
+            .env("GEMINI_API_KEY", TEST_KEY)
             .env("JUDGE_RETRY_BASE_MS", "10")
             .env("NO_COLOR", "1");
         c

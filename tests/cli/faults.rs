@@ -1,0 +1,583 @@
+//! The fault battery: one table of scenarios run against every HTTP provider kind through a
+//! fake server on 127.0.0.1, each asserting exact outcomes (exit code, record status and error
+//! class, attempts, requests the server saw). Plus the `files` provider's own failures,
+//! concurrent processes on one cache, repeated SIGKILLs, and Ctrl-C.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::common::{FakeServer, Project, Received, Reply, TEST_KEY, repo_root, text};
+
+const KINDS: [&str; 3] = ["openai", "anthropic", "gemini"];
+
+fn fixture(kind: &str, name: &str) -> String {
+    std::fs::read_to_string(repo_root().join(format!("tests/fixtures/providers/{kind}/{name}")))
+        .unwrap()
+}
+
+fn body(kind: &str, what: &str) -> String {
+    let name = match (kind, what) {
+        (_, "success") => "success.json",
+        (_, "length") => "length.json",
+        (_, "empty") => "empty_content.json",
+        (_, "wrong_shape") => "wrong_shape.json",
+        (_, "not_json") => "not_json.txt",
+        (_, "rate") => "error_429_rate.json",
+        ("gemini", "refusal") => "safety.json",
+        (_, "refusal") => "refusal.json",
+        ("openai", "quota") => "error_429_quota.json",
+        ("anthropic", "quota") => "error_429_spend_limit.json",
+        ("gemini", "quota") => "error_429_quota_daily.json",
+        other => panic!("no fixture for {other:?}"),
+    };
+    fixture(kind, name)
+}
+
+fn ok(kind: &str) -> Reply {
+    Reply::Http(200, vec![], body(kind, "success"))
+}
+
+fn config(kind: &str, url: &str, max_retries: u32, timeout: u64) -> String {
+    format!(
+        "[run]\nsuite = \"demo\"\nmax_tokens = 100\n\n[providers.p]\nkind = \"{kind}\"\nbase_url = \"{url}\"\nmax_retries = {max_retries}\ntimeout_secs = {timeout}\n\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"model-x\"\nfamily = \"fam\"\n"
+    )
+}
+
+/// The expected outcome of a scenario.
+struct Expect {
+    exit: i32,
+    /// `Some("ok")`, `Some("failed")`, or `None` for no record at all.
+    status: Option<&'static str>,
+    class: Option<&'static str>,
+    attempts: Option<u64>,
+    requests: usize,
+    finish: Option<&'static str>,
+}
+
+fn run_case(
+    kind: &str,
+    name: &str,
+    max_retries: u32,
+    timeout: u64,
+    script: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static,
+    e: Expect,
+) {
+    let server = FakeServer::start(script);
+    let p = Project::with_suite(1, &config(kind, &server.url, max_retries, timeout));
+    let out = p.run(&["generate", "--run", "r"]);
+    let ctx = format!("{kind} / {name}: {}", text(&out));
+    assert_eq!(out.status.code(), Some(e.exit), "{ctx}");
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    match e.status {
+        None => assert!(records.is_empty(), "{ctx}"),
+        Some(status) => {
+            let r = &records[0];
+            assert_eq!(r["status"], status, "{ctx}");
+            if let Some(class) = e.class {
+                assert_eq!(r["error"]["class"], class, "{ctx}");
+            }
+            if let Some(a) = e.attempts {
+                assert_eq!(r["attempts"], a, "{ctx}");
+            }
+            if let Some(f) = e.finish {
+                assert_eq!(r["finish_reason"], f, "{ctx}");
+            }
+        }
+    }
+    assert_eq!(server.count(), e.requests, "{ctx}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains(TEST_KEY),
+        "{ctx}"
+    );
+}
+
+fn status_then_ok(
+    kind: &'static str,
+    code: u16,
+) -> impl Fn(&Received, usize) -> Reply + Send + Sync + 'static {
+    move |_, n| {
+        if n == 0 {
+            Reply::status(
+                code,
+                "{\"error\":{\"message\":\"temporarily unavailable\"}}",
+            )
+        } else {
+            ok(kind)
+        }
+    }
+}
+
+fn http_date(t: SystemTime) -> String {
+    let c = judge::time::UtcDateTime::from_system(t);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "Mon, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        c.day,
+        MONTHS[c.month as usize - 1],
+        c.year,
+        c.hour,
+        c.minute,
+        c.second
+    )
+}
+
+fn battery(kind: &'static str) {
+    let ok_after = |attempts| Expect {
+        exit: 0,
+        status: Some("ok"),
+        class: None,
+        attempts: Some(attempts),
+        requests: attempts as usize,
+        finish: None,
+    };
+    let failed = |class, attempts: u64, requests| Expect {
+        exit: 1,
+        status: Some("failed"),
+        class: Some(class),
+        attempts: Some(attempts),
+        requests,
+        finish: None,
+    };
+    let refused = |requests| Expect {
+        exit: 3,
+        status: None,
+        class: None,
+        attempts: None,
+        requests,
+        finish: None,
+    };
+
+    // 429 with Retry-After in seconds, then success: honoured, then ok.
+    let started = Instant::now();
+    run_case(
+        kind,
+        "429 retry-after seconds",
+        3,
+        5,
+        move |_, n| {
+            if n == 0 {
+                Reply::Http(
+                    429,
+                    vec![("retry-after".into(), "1".into())],
+                    body(kind, "rate"),
+                )
+            } else {
+                ok(kind)
+            }
+        },
+        ok_after(2),
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{kind}: Retry-After honoured"
+    );
+    // 429 with Retry-After as an HTTP date.
+    run_case(
+        kind,
+        "429 retry-after date",
+        3,
+        5,
+        move |_, n| {
+            if n == 0 {
+                let at = http_date(SystemTime::now() + Duration::from_secs(1));
+                Reply::Http(429, vec![("retry-after".into(), at)], body(kind, "rate"))
+            } else {
+                ok(kind)
+            }
+        },
+        ok_after(2),
+    );
+    // 429 meaning an exhausted quota: permanent, the run stops with exit 3.
+    run_case(
+        kind,
+        "429 quota",
+        3,
+        5,
+        move |_, _| Reply::Http(429, vec![], body(kind, "quota")),
+        refused(1),
+    );
+    for code in [500, 502, 503, 529] {
+        run_case(
+            kind,
+            &format!("{code} then ok"),
+            3,
+            5,
+            status_then_ok(kind, code),
+            ok_after(2),
+        );
+    }
+    run_case(
+        kind,
+        "5xx forever",
+        2,
+        5,
+        |_, _| Reply::status(503, "{}"),
+        failed("server_error", 3, 3),
+    );
+    run_case(
+        kind,
+        "reset mid-body",
+        2,
+        5,
+        move |_, n| if n == 0 { Reply::CutMidBody } else { ok(kind) },
+        ok_after(2),
+    );
+    run_case(
+        kind,
+        "stalled body",
+        0,
+        1,
+        |_, _| Reply::StallMidBody,
+        failed("timeout", 1, 1),
+    );
+    run_case(
+        kind,
+        "malformed json",
+        2,
+        5,
+        move |_, _| Reply::Http(200, vec![], body(kind, "not_json")),
+        failed("malformed_response", 1, 1),
+    );
+    run_case(
+        kind,
+        "wrong shape",
+        2,
+        5,
+        move |_, _| Reply::Http(200, vec![], body(kind, "wrong_shape")),
+        failed("malformed_response", 1, 1),
+    );
+    run_case(
+        kind,
+        "empty content",
+        2,
+        5,
+        move |_, _| Reply::Http(200, vec![], body(kind, "empty")),
+        failed("empty_output", 1, 1),
+    );
+    run_case(
+        kind,
+        "refusal / safety block",
+        2,
+        5,
+        move |_, _| Reply::Http(200, vec![], body(kind, "refusal")),
+        failed("refusal", 1, 1),
+    );
+    run_case(
+        kind,
+        "token cap hit",
+        2,
+        5,
+        move |_, _| Reply::Http(200, vec![], body(kind, "length")),
+        Expect {
+            exit: 0,
+            status: Some("ok"),
+            class: None,
+            attempts: Some(1),
+            requests: 1,
+            finish: Some("length"),
+        },
+    );
+    run_case(
+        kind,
+        "401",
+        2,
+        5,
+        |_, _| Reply::status(401, "{\"error\":{\"message\":\"invalid key\"}}"),
+        refused(1),
+    );
+    run_case(
+        kind,
+        "403",
+        2,
+        5,
+        |_, _| Reply::status(403, "{\"error\":{\"message\":\"forbidden\"}}"),
+        refused(1),
+    );
+}
+
+#[test]
+fn battery_openai() {
+    battery("openai");
+}
+
+#[test]
+fn battery_anthropic() {
+    battery("anthropic");
+}
+
+#[test]
+fn battery_gemini() {
+    battery("gemini");
+}
+
+#[test]
+fn each_kind_speaks_its_own_protocol() {
+    for kind in KINDS {
+        let server = FakeServer::start(move |_, _| ok(kind));
+        let p = Project::with_suite(1, &config(kind, &server.url, 0, 5));
+        let out = p.run(&["generate", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", text(&out));
+        let req = &server.requests()[0];
+        match kind {
+            "openai" => {
+                assert_eq!(req.path, "/v1/chat/completions");
+                assert_eq!(
+                    req.header("authorization"),
+                    Some(format!("Bearer {TEST_KEY}").as_str())
+                );
+                assert_eq!(req.body["messages"][0]["role"], "system");
+            }
+            "anthropic" => {
+                assert_eq!(req.path, "/v1/messages");
+                assert_eq!(req.header("x-api-key"), Some(TEST_KEY));
+                assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+                assert_eq!(req.header("authorization"), None);
+                assert_eq!(req.body["system"], "Answer in Python.");
+                assert_eq!(req.body["max_tokens"], 100);
+            }
+            _ => {
+                assert_eq!(req.path, "/v1/models/model-x:generateContent");
+                assert_eq!(req.header("x-goog-api-key"), Some(TEST_KEY));
+                assert_eq!(
+                    req.body["systemInstruction"]["parts"][0]["text"],
+                    "Answer in Python."
+                );
+                assert_eq!(req.body["generationConfig"]["maxOutputTokens"], 100);
+            }
+        }
+        let rec = &p.jsonl("runs/r/outputs.jsonl")[0];
+        assert_eq!(rec["status"], "ok", "{kind}");
+        assert!(
+            rec["usage"]["input_tokens"].as_u64().unwrap() > 0,
+            "{kind}: usage mapped"
+        );
+    }
+}
+
+#[test]
+fn files_provider_failures_are_records() {
+    let p = Project::with_suite(
+        3,
+        "[run]\nsuite = \"demo\"\n\n[providers.a]\nkind = \"files\"\n\n[[models]]\nid = \"m\"\nprovider = \"a\"\nmodel = \"set\"\nfamily = \"f\"\n",
+    );
+    p.write("suites/demo/answers/set/t01.md", "fine");
+    p.write("suites/demo/answers/set/t02.md", "  \n");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let classes: Vec<serde_json::Value> = p
+        .jsonl("runs/r/outputs.jsonl")
+        .iter()
+        .map(|r| r["error"]["class"].clone())
+        .collect();
+    assert_eq!(
+        classes,
+        vec![
+            serde_json::Value::Null,
+            "empty_output".into(),
+            "missing_answer".into()
+        ]
+    );
+}
+
+#[test]
+fn two_processes_share_one_cache_without_corruption() {
+    let server = FakeServer::start(|req, _| {
+        std::thread::sleep(Duration::from_millis(20));
+        Reply::ok(&format!("answer to {}", req.user_text()))
+    });
+    let p = Project::with_suite(
+        20,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 4"),
+    );
+    let quiet = |run: &str| {
+        p.judge()
+            .args(["generate", "--run", run])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (quiet("a"), quiet("b"));
+    for (name, child) in [("a", a), ("b", b)] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}");
+    }
+    let mut per_prompt = std::collections::BTreeMap::new();
+    for r in server.requests() {
+        *per_prompt.entry(r.user_text()).or_insert(0) += 1;
+    }
+    assert_eq!(per_prompt.len(), 20);
+    assert!(
+        per_prompt.values().all(|&n| n <= 2),
+        "each item at most once per process: {per_prompt:?}"
+    );
+    for run in ["a", "b"] {
+        let recs = p.jsonl(&format!("runs/{run}/outputs.jsonl"));
+        assert_eq!(recs.len(), 20);
+        assert!(recs.iter().all(|r| r["status"] == "ok"));
+    }
+    for f in p
+        .all_files()
+        .iter()
+        .filter(|f| f.starts_with(p.path().join("cache")))
+    {
+        let t = std::fs::read_to_string(f).unwrap();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&t).is_ok(),
+            "corrupt {}",
+            f.display()
+        );
+    }
+    // The same run twice at once: the second is refused, not interleaved.
+    let a = quiet("c");
+    std::thread::sleep(Duration::from_millis(50));
+    let second = p.run(&["generate", "--run", "c"]);
+    let first = a.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    match second.status.code() {
+        Some(2) => assert!(
+            String::from_utf8_lossy(&second.stderr).contains("in use by another judge process")
+        ),
+        Some(0) => {} // the first had already finished: a plain resume
+        other => panic!("unexpected exit {other:?}: {}", text(&second)),
+    }
+    assert_eq!(p.jsonl("runs/c/outputs.jsonl").len(), 20);
+}
+
+#[test]
+fn repeated_sigkill_loses_nothing_and_never_repeats_a_finished_item() {
+    let server = FakeServer::start(|req, _| {
+        std::thread::sleep(Duration::from_millis(30));
+        Reply::ok(&format!("answer to {}", req.user_text()))
+    });
+    let p = Project::with_suite(
+        40,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 3"),
+    );
+    let mut seed: u64 = 0x5eed;
+    for round in 0..20 {
+        let finished: std::collections::BTreeSet<String> =
+            std::fs::read_to_string(p.path().join("runs/r/outputs.jsonl"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .map(|r| r["task"].as_str().unwrap().to_string())
+                .collect();
+        let before = server.count();
+        let mut child = p
+            .judge()
+            .args(["generate", "--run", "r"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(20 + seed % 120));
+        let _ = child.kill();
+        child.wait().unwrap();
+        for r in &server.requests()[before..] {
+            let task = r
+                .user_text()
+                .split(':')
+                .next()
+                .unwrap()
+                .trim_start_matches("Task number ")
+                .parse::<usize>()
+                .unwrap();
+            assert!(
+                !finished.contains(&format!("t{task:02}")),
+                "round {round}: finished item t{task:02} requested again"
+            );
+        }
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(records.len(), 40, "no lost record");
+    assert!(records.iter().all(|r| r["status"] == "ok"));
+    let tasks: std::collections::BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 40, "no duplicate record");
+}
+
+#[test]
+fn ctrl_c_finishes_in_flight_writes_and_exits_130() {
+    let server = FakeServer::start(|req, _| {
+        std::thread::sleep(Duration::from_millis(300));
+        Reply::ok(&format!("answer to {}", req.user_text()))
+    });
+    let p = Project::with_suite(
+        10,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 2"),
+    );
+    let child = p
+        .judge()
+        .args(["generate", "--run", "r"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.count() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let kept = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(
+        kept.len(),
+        server.count(),
+        "every request in flight finished and was written"
+    );
+    assert!(kept.len() < 10);
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 10);
+    assert_eq!(server.count(), 10, "the rerun asked only for the rest");
+}
+
+#[test]
+fn deadline_records_in_flight_items_and_leaves_the_rest() {
+    let server = FakeServer::start(|_, _| Reply::status(503, "{}"));
+    let p = Project::with_suite(
+        6,
+        &config("openai", &server.url, 50, 5)
+            .replace("max_retries = 50", "max_retries = 50\nmax_concurrency = 2"),
+    );
+    let started = Instant::now();
+    let out = p
+        .judge()
+        .args(["generate", "--run", "r", "--deadline", "2s"])
+        .env("JUDGE_RETRY_BASE_MS", "200")
+        .output()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the deadline cut retries short"
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let recs = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(
+        recs.len(),
+        2,
+        "the two items in flight are recorded: {}",
+        text(&out)
+    );
+    assert!(recs.iter().all(|r| r["error"]["class"] == "server_error"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("deadline reached: 4 item(s) not started")
+    );
+}
