@@ -97,8 +97,18 @@ impl Cache {
 }
 
 /// Writes `bytes` to `path` via a uniquely named temp file in the same directory and a rename,
-/// so readers see the old file or the whole new one, never a part.
+/// so readers see the old file or the whole new one, never a part. No fsync: the rename is
+/// atomic with respect to a killed process, and a file emptied by a power loss reads as a
+/// corrupt entry (a cache miss) or a torn record (repaired on resume).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Like [`write_atomic`], streaming the contents through `fill`.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
         .parent()
@@ -111,9 +121,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        fill(&mut f)?;
+        f.flush()?;
+        drop(f);
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

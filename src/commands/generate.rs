@@ -1,7 +1,7 @@
 //! `judge generate`: one output per (task, model), identical settings for every model, through
 //! the disk cache, appended to `runs/<run>/outputs.jsonl` as items finish.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -13,7 +13,7 @@ use crate::config::{Config, ModelConfig, ProviderKind, load_config};
 use crate::engine::calls::{build_http_providers, cached_call, watch_ctrl_c};
 use crate::engine::manifest::{Manifest, SuiteInfo, resume_conflict};
 use crate::engine::run_dir::{
-    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+    JsonlAppender, RunDir, compact_jsonl, for_each_jsonl, read_jsonl_repairing, write_json_atomic,
 };
 use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
 use crate::error::{JudgeError, Outcome};
@@ -22,7 +22,7 @@ use crate::provider::{ChatRequest, Message, files, to_wire};
 use crate::records::{OutputRecord, RecordedError, Status};
 use crate::report::format_usd;
 use crate::report::progress::Progress;
-use crate::report::summary::generation_summary;
+use crate::report::summary::GenerationTally;
 use crate::suite::{Suite, Task, load_suite};
 use crate::time::UtcDateTime;
 
@@ -85,8 +85,9 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
 
     let outputs_path = run_dir.file(OUTPUTS_FILE);
-    let existing: Vec<OutputRecord> = read_jsonl_repairing(&outputs_path)?;
+    let existing: Vec<OutputKey> = read_jsonl_repairing(&outputs_path)?;
     let items = pending_items(&suite, &models, &existing, args.retry_failed);
+    drop(existing);
     let stop = Arc::new(Stop::with_deadline(
         args.deadline.map(|d| std::time::Instant::now() + d),
     ));
@@ -102,7 +103,7 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
 
     let progress = Progress::new(items.len() as u64, cli.quiet, "generate");
     let mut appender = JsonlAppender::open(&outputs_path)?;
-    let mut new_records = Vec::new();
+    let mut invocation = Invocation::default();
     let mut write_error = None;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -129,7 +130,7 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
                 let priced = model.price_input_per_mtok.is_some();
                 let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
                 progress.item_done(rec.from_cache, rec.status == Status::Failed, spent, priced);
-                new_records.push(rec);
+                invocation.add(&rec);
             },
         )
         .await;
@@ -138,39 +139,57 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     if let Some(e) = write_error {
         return Err(e);
     }
-    finish(&ctx, &run_dir, &mut manifest, existing, new_records)
+    finish(&ctx, &run_dir, &mut manifest, &invocation)
 }
 
-/// Writes the sorted outputs and the final manifest, prints the summary, picks the outcome.
+/// The (task, model, status) of an output record; the rest of a line is not read.
+#[derive(Debug, serde::Deserialize)]
+struct OutputKey {
+    task: String,
+    model: String,
+    status: Status,
+}
+
+/// What this invocation did, accumulated as records arrive (records are not kept).
+#[derive(Debug, Default)]
+struct Invocation {
+    items: usize,
+    hits: usize,
+    requests: u64,
+    spent_usd: f64,
+}
+
+impl Invocation {
+    fn add(&mut self, r: &OutputRecord) {
+        self.items += 1;
+        self.hits += usize::from(r.from_cache);
+        self.requests += u64::from(r.attempts);
+        if !r.from_cache {
+            self.spent_usd += r.cost_usd.unwrap_or(0.0);
+        }
+    }
+}
+
+/// Rewrites the outputs sorted by (task, model) with one record each, writes the final
+/// manifest, prints the summary and picks the outcome. Streams the file: memory does not grow
+/// with the number of records.
 fn finish(
     ctx: &Ctx,
     run_dir: &RunDir,
     manifest: &mut Manifest,
-    existing: Vec<OutputRecord>,
-    new_records: Vec<OutputRecord>,
+    invocation: &Invocation,
 ) -> anyhow::Result<Outcome> {
-    let spent: f64 = new_records
-        .iter()
-        .filter(|r| !r.from_cache)
-        .filter_map(|r| r.cost_usd)
-        .sum();
-    let requests: u32 = new_records.iter().map(|r| r.attempts).sum();
-    let hits = new_records.iter().filter(|r| r.from_cache).count();
-    let made = new_records.len();
-    let mut latest: BTreeMap<(String, String), OutputRecord> = BTreeMap::new();
-    for r in existing.into_iter().chain(new_records) {
-        latest.insert((r.task.clone(), r.model.clone()), r);
-    }
-    let all: Vec<OutputRecord> = latest.into_values().collect();
-    write_jsonl_atomic(&run_dir.file(OUTPUTS_FILE), &all)?;
-
-    let selected: BTreeSet<&str> = ctx.models.iter().map(|m| m.id.as_str()).collect();
-    let ours: Vec<OutputRecord> = all
-        .iter()
-        .filter(|r| selected.contains(r.model.as_str()))
-        .cloned()
-        .collect();
-    let complete = ours.len() == ctx.suite.tasks.len() * ctx.models.len();
+    let path = run_dir.file(OUTPUTS_FILE);
+    compact_jsonl(&path, |line| {
+        let k: OutputKey = serde_json::from_str(line).ok()?;
+        Some((k.task, k.model))
+    })?;
+    let mut tally = GenerationTally::default();
+    for_each_jsonl(&path, |r: OutputRecord| tally.add(&r))?;
+    let done: u64 = ctx.models.iter().map(|m| tally.records(&m.id)).sum();
+    let failed: u64 = ctx.models.iter().map(|m| tally.failed(&m.id)).sum();
+    let expected = (ctx.suite.tasks.len() * ctx.models.len()) as u64;
+    let complete = done == expected;
     let stop_reason = ctx.stop.reason();
     manifest.status = if complete && stop_reason.is_none() {
         "complete"
@@ -181,20 +200,21 @@ fn finish(
     manifest.updated_at = UtcDateTime::from_system(SystemTime::now()).rfc3339();
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
-    eprint!("{}", generation_summary(&ours, &ctx.models));
-    let failed = ours.iter().filter(|r| r.status == Status::Failed).count();
+    eprint!("{}", tally.render(&ctx.models));
     eprintln!(
-        "run `{}`: {} outputs ({failed} failed) in {}; this invocation: {made} items, {hits} from cache, {requests} requests, {} spent",
+        "run `{}`: {done} outputs ({failed} failed) in {}; this invocation: {} items, {} from cache, {} requests, {} spent",
         run_dir.name(),
-        ours.len(),
-        run_dir.file(OUTPUTS_FILE).display(),
-        format_usd(spent)
+        path.display(),
+        invocation.items,
+        invocation.hits,
+        invocation.requests,
+        format_usd(invocation.spent_usd)
     );
     match stop_reason {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         None if !complete && ctx.stop.past_deadline() => {
-            let missing = ctx.suite.tasks.len() * ctx.models.len() - ours.len();
+            let missing = expected - done;
             eprintln!(
                 "deadline reached: {missing} item(s) not started; rerun with --run {} to resume",
                 run_dir.name()
@@ -265,12 +285,12 @@ fn select_models(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Model
 fn pending_items(
     suite: &Suite,
     models: &[ModelConfig],
-    existing: &[OutputRecord],
+    existing: &[OutputKey],
     retry_failed: bool,
 ) -> Vec<Item> {
     let mut latest: BTreeMap<(&str, &str), Status> = BTreeMap::new();
     for r in existing {
-        latest.insert(r.key(), r.status);
+        latest.insert((r.task.as_str(), r.model.as_str()), r.status);
     }
     let mut items = Vec::new();
     for (ti, task) in suite.tasks.iter().enumerate() {

@@ -181,6 +181,79 @@ impl JsonlAppender {
     }
 }
 
+/// Rewrites a JSON Lines file sorted by `key`, keeping the last line of each key; lines
+/// whose key cannot be read are dropped. Streams the file twice: memory holds the keys and
+/// line offsets, not the records.
+pub fn compact_jsonl<K: Ord>(path: &Path, key: impl Fn(&str) -> Option<K>) -> anyhow::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let read_err = || format!("failed to read `{}`", path.display());
+    let mut index: std::collections::BTreeMap<K, (u64, usize)> = std::collections::BTreeMap::new();
+    let mut reader = BufReader::new(File::open(path).with_context(read_err)?);
+    let (mut line, mut offset) = (String::new(), 0u64);
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).with_context(read_err)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(k) = key(line.trim_end()) {
+            index.insert(k, (offset, n));
+        }
+        offset += n as u64;
+    }
+    let mut source = File::open(path).with_context(read_err)?;
+    let mut buf = Vec::new();
+    crate::cache::write_atomic_with(path, |out| {
+        for (start, len) in index.into_values() {
+            buf.resize(len, 0);
+            source.seek(SeekFrom::Start(start))?;
+            source.read_exact(&mut buf)?;
+            out.write_all(&buf)?;
+            if !buf.ends_with(b"\n") {
+                out.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    })
+    .with_context(|| format!("failed to rewrite `{}`", path.display()))
+}
+
+/// Calls `f` on every record of a JSON Lines file, one at a time (missing file: none).
+pub fn for_each_jsonl<T: DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(T),
+) -> anyhow::Result<()> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
+    };
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    let mut line_no = 0;
+    loop {
+        line.clear();
+        if reader
+            .read_line(&mut line)
+            .with_context(|| format!("failed to read `{}`", path.display()))?
+            == 0
+        {
+            return Ok(());
+        }
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(line.trim_end()).map_err(|e| {
+            JudgeError::usage(format!(
+                "{}:{line_no}: not a valid record ({e})",
+                path.display()
+            ))
+        })?;
+        f(record);
+    }
+}
+
 /// Rewrites a JSON Lines file atomically with the given records.
 pub fn write_jsonl_atomic<T: Serialize>(path: &Path, records: &[T]) -> anyhow::Result<()> {
     let mut bytes = Vec::new();

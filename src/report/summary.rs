@@ -18,17 +18,16 @@ struct Row {
     cost_usd: f64,
 }
 
-/// Per-model totals of a generation: ok, failed, truncated (finish_reason `length`), cache
-/// hits, tokens and cost (`unpriced` when the model has no price).
-pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> String {
-    let mut rows: BTreeMap<&str, Row> = models
-        .iter()
-        .map(|m| (m.id.as_str(), Row::default()))
-        .collect();
-    for r in records {
-        let Some(row) = rows.get_mut(r.model.as_str()) else {
-            continue;
-        };
+/// Per-model totals of a generation, accumulated one record at a time.
+#[derive(Debug, Default)]
+pub struct GenerationTally {
+    rows: BTreeMap<String, Row>,
+}
+
+impl GenerationTally {
+    /// Adds one record.
+    pub fn add(&mut self, r: &OutputRecord) {
+        let row = self.rows.entry(r.model.clone()).or_default();
         match r.status {
             Status::Ok => row.ok += 1,
             Status::Failed => row.failed += 1,
@@ -41,6 +40,34 @@ pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> S
         }
         row.cost_usd += r.cost_usd.unwrap_or(0.0);
     }
+
+    /// Records of `model` (ok + failed).
+    pub fn records(&self, model: &str) -> u64 {
+        self.rows.get(model).map_or(0, |r| r.ok + r.failed)
+    }
+
+    /// Failed records of `model`.
+    pub fn failed(&self, model: &str) -> u64 {
+        self.rows.get(model).map_or(0, |r| r.failed)
+    }
+
+    /// The table: ok, failed, truncated (finish_reason `length`), cache hits, tokens and cost
+    /// (`unpriced` when the model has no price) for each of `models`.
+    pub fn render(&self, models: &[ModelConfig]) -> String {
+        render_generation(&self.rows, models)
+    }
+}
+
+/// Per-model totals of a generation: ok, failed, truncated (finish_reason `length`), cache
+/// hits, tokens and cost (`unpriced` when the model has no price).
+pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> String {
+    let mut tally = GenerationTally::default();
+    records.iter().for_each(|r| tally.add(r));
+    tally.render(models)
+}
+
+fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> String {
+    let empty = Row::default();
     let header = [
         "model",
         "ok",
@@ -53,7 +80,7 @@ pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> S
     ];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_string()).collect()];
     for m in models {
-        let r = &rows[m.id.as_str()];
+        let r = rows.get(&m.id).unwrap_or(&empty);
         let priced = m.price_input_per_mtok.is_some();
         table.push(vec![
             m.id.clone(),

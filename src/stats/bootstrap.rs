@@ -4,8 +4,9 @@
 //! intervals); the task unit is the cluster bootstrap (Davison & Hinkley 1997, §3.8).
 //! Each resample draws aggregated cell counts (see [`super::bootstrap_input`]) and refits
 //! with Newton's method, started one linearised Newton step away from the full-data
-//! strengths (see `LinearisedStart`). Resample `r` uses its own
-//! ChaCha8 stream (`seed`, stream `r`), so the result is the same for every thread count.
+//! strengths (see `LinearisedStart`). Resample `r` uses its own ChaCha8 stream (`seed`,
+//! stream `r`), so the result is the same for every thread count and batch layout. Memory is
+//! O(cells + resamples × models), independent of the number of rows.
 
 use serde::{Deserialize, Serialize};
 
@@ -141,7 +142,8 @@ fn run_parallel(
     })
 }
 
-/// Resamples `first..first + theta.len()/p` into the given output rows, [`LANES`] at a time.
+/// Resamples `first..first + theta.len()/p` into the given output rows: task resamples
+/// [`LANES`] at a time (they share a pass over the task cells), comparison resamples singly.
 fn run_block(
     job: &Job<'_>,
     first: usize,
@@ -155,12 +157,16 @@ fn run_block(
         w: vec![0.0; pairs.len() + 1],
         n: vec![0.0; pairs.len() + 1],
     };
-    let mut batch = vec![empty; LANES];
+    let width = match job.unit {
+        BootstrapUnit::Comparison => 1,
+        BootstrapUnit::Task => LANES,
+    };
+    let mut batch = vec![empty; width];
     let (mut scratch, mut expo) = (Scratch::default(), Vec::new());
-    let rows = theta.chunks_mut(p * LANES).zip(win.chunks_mut(p * LANES));
+    let rows = theta.chunks_mut(p * width).zip(win.chunks_mut(p * width));
     for (b, (theta_rows, win_rows)) in rows.enumerate() {
         let lanes = &mut batch[..theta_rows.len() / p];
-        let start = first + b * LANES;
+        let start = first + b * width;
         job.input
             .resample_batch(job.unit, job.seed, start, lanes, &mut scratch);
         let fits = lanes

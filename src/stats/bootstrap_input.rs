@@ -150,8 +150,8 @@ impl BootstrapInput {
             }
         }
         // The spare both-bad slot never enters the fit.
+        let spare = self.slot_start.len() - 1;
         for d in data.iter_mut() {
-            let spare = self.slot_start.len() - 1;
             d.w[spare..].fill(0.0);
             d.n[spare..].fill(0.0);
         }

@@ -57,7 +57,8 @@ impl BtFit {
 /// Fits the penalised Bradley–Terry model to `counts` with prior precision `prior` (λ > 0).
 ///
 /// Newton's method on the penalised negative log-likelihood (its Hessian is positive definite
-/// because λ > 0) with Cholesky solves and a backtracking Armijo line search, iterated to full
+/// because λ > 0) with Cholesky solves; steps longer than 0.5 in θ are backtracked (Armijo),
+/// shorter ones provably decrease the objective (see `Newton::solve`). Iterated to full
 /// double precision. `warm_start` (length `n_models`) is the starting θ; zeros otherwise.
 /// A model without rated games gets θ = 0 from the prior; one model gives θ = [0].
 pub fn fit_bradley_terry(

@@ -125,6 +125,27 @@ fn edge_cases_have_defined_answers() {
 }
 
 #[test]
+fn converges_from_a_far_start_and_with_a_tiny_prior() {
+    let rows: Vec<_> = (0..40)
+        .map(|k| match k % 4 {
+            0 => (0, 1, Outcome::AWins),
+            1 => (1, 2, Outcome::AWins),
+            2 => (0, 2, Outcome::AWins),
+            _ => (2, 1, Outcome::Tie),
+        })
+        .collect();
+    let counts = counts_of(3, &rows);
+    let cold = fit_bradley_terry(&counts, 0.1, None).expect("fit");
+    let far = fit_bradley_terry(&counts, 0.1, Some(&[-40.0, 25.0, 60.0])).expect("fit");
+    for (a, b) in cold.theta.iter().zip(&far.theta) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+    // Model 0 never loses: with λ = 1e-6 its strength is large but finite.
+    let tiny = fit_bradley_terry(&counts, 1e-6, None).expect("fit");
+    assert!(tiny.theta[0] > 5.0 && tiny.theta.iter().sum::<f64>().abs() < 1e-6);
+}
+
+#[test]
 fn rejects_bad_prior_and_warm_start() {
     let counts = PairCounts::new(2);
     for prior in [0.0, -1.0, f64::NAN, f64::INFINITY] {

@@ -129,6 +129,7 @@ impl Drop for FakeServer {
 
 fn serve(stream: TcpStream, received: &Mutex<Vec<Received>>, script: &Script) {
     stream.set_nonblocking(false).ok();
+    stream.set_nodelay(true).ok();
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut stream = stream;
     loop {
