@@ -206,7 +206,7 @@ fn dataset() -> impl Strategy<Value = (usize, Vec<(usize, usize, Outcome, usize)
             .enumerate()
             .map(|(k, (a, b, o, t))| {
                 // Flip a salt-chosen subset of outcomes to vary the data between cases.
-                let flip = (salt.rotate_left(k as u32 % 64) ^ k as u64) % 7 == 0;
+                let flip = (salt.rotate_left(k as u32 % 64) ^ k as u64).is_multiple_of(7);
                 (a, b, if flip { o.swapped() } else { o }, t)
             })
             .collect();

@@ -131,7 +131,7 @@ fn sample_label_score_and_rank_end_to_end() {
         let quality = |m: &str| match m {
             "zeta7" => 2,
             "omega3" => 1,
-            _ => usize::from(task % 2 == 0),
+            _ => usize::from(task.is_multiple_of(2)),
         };
         keys.push_str(match quality(a).cmp(&quality(b)) {
             std::cmp::Ordering::Equal => "t\n",
