@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use judge::commands::rank::parse_battles;
+use judge::battles::parse_battles;
 use judge::stats::BootstrapUnit;
 
 /// Writes `rows` battles among `models` models with spread strengths, ~10% ties and ~3% both
@@ -72,12 +72,7 @@ fn main() {
         write_battles(&path, rows, models);
         let (parse_s, parsed) = best_of(3, || {
             let f = std::fs::File::open(&path).expect("open");
-            parse_battles(
-                std::io::BufReader::with_capacity(1 << 20, f),
-                &path,
-                BootstrapUnit::Comparison,
-            )
-            .expect("parse")
+            parse_battles(f, BootstrapUnit::Comparison).expect("parse")
         });
         assert_eq!(parsed.1.len(), rows);
         let mut best_wall = f64::INFINITY;

@@ -1,6 +1,7 @@
 //! `judge`: an LLM-as-judge evaluation harness. The module list and `main_entry`, which runs
 //! the CLI, prints errors as `error: …` / `caused by: …` and returns the documented exit code.
 
+pub mod battles;
 pub mod cache;
 pub mod cli;
 pub mod commands;

@@ -1,14 +1,12 @@
 //! `judge rank`: comparisons (from a run, or a Chatbot-Arena-style JSONL file streamed row by
 //! row) → Bradley–Terry leaderboard with bootstrap intervals and tied ranks.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::Context;
-use serde::Deserialize;
 
+use crate::battles::{BattlesError, parse_battles};
 use crate::cli::{Cli, RankArgs};
 use crate::commands::check::load_run;
 use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
@@ -20,7 +18,7 @@ use crate::ranking::{RankParams, Row, RowOutcome, rank};
 use crate::records::{ComparisonRecord, JudgmentRecord, OutputRecord, Winner};
 use crate::report::leaderboard::{Header, Leaderboard, render_leaderboard};
 use crate::report::{Format, write_stdout_or_file};
-use crate::stats::{BootstrapUnit, Outcome as StatOutcome};
+use crate::stats::Outcome as StatOutcome;
 
 /// Seed used for `--comparisons` input when `--seed` is not given.
 pub const DEFAULT_SEED: u64 = 0;
@@ -299,19 +297,6 @@ fn pick_judge(
     }
 }
 
-/// A row of a Chatbot-Arena-style battles file; other fields are ignored.
-#[derive(Deserialize)]
-struct ArenaRow<'a> {
-    #[serde(borrow)]
-    model_a: Cow<'a, str>,
-    #[serde(borrow)]
-    model_b: Cow<'a, str>,
-    #[serde(borrow)]
-    winner: Cow<'a, str>,
-    #[serde(borrow, default)]
-    question_id: Option<Cow<'a, str>>,
-}
-
 /// Streams a battles file (JSON Lines) into compact rows; memory grows with models and tasks,
 /// and 16 bytes per row.
 pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
@@ -321,11 +306,14 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
             path.display()
         ))
     })?;
-    let (models, rows) = parse_battles(
-        std::io::BufReader::with_capacity(1 << 20, file),
-        path,
-        args.bootstrap_unit.into(),
-    )?;
+    let (models, rows) = parse_battles(file, args.bootstrap_unit.into()).map_err(|e| match e {
+        BattlesError::Line { line, message } => {
+            JudgeError::usage(format!("{}:{line}: {message}", path.display())).into()
+        }
+        BattlesError::Io(e) => {
+            anyhow::Error::new(e).context(format!("failed to read `{}`", path.display()))
+        }
+    })?;
     let header = Header {
         source: path.display().to_string(),
         judge: None,
@@ -342,89 +330,4 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         rows,
         header,
     })
-}
-
-/// Parses battles from a reader: model names interned in order of first appearance.
-pub fn parse_battles(
-    mut reader: impl BufRead,
-    path: &Path,
-    unit: BootstrapUnit,
-) -> anyhow::Result<(Vec<String>, Vec<Row>)> {
-    let mut models: Vec<String> = Vec::new();
-    let mut model_index: HashMap<String, u32> = HashMap::new();
-    let mut task_index: HashMap<String, u32> = HashMap::new();
-    let mut rows = Vec::new();
-    let mut line = String::new();
-    let mut line_no = 0usize;
-    let bad = |line_no: usize, msg: String| -> anyhow::Error {
-        JudgeError::usage(format!("{}:{line_no}: {msg}", path.display())).into()
-    };
-    loop {
-        line.clear();
-        if reader
-            .read_line(&mut line)
-            .with_context(|| format!("failed to read `{}`", path.display()))?
-            == 0
-        {
-            break;
-        }
-        line_no += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let r: ArenaRow = serde_json::from_str(&line).map_err(|e| {
-            bad(line_no, format!("not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"))
-        })?;
-        let outcome = match r.winner.as_ref() {
-            "model_a" => StatOutcome::AWins,
-            "model_b" => StatOutcome::BWins,
-            "tie" => StatOutcome::Tie,
-            "tie (bothbad)" | "both_bad" => StatOutcome::BothBad,
-            other => {
-                return Err(bad(
-                    line_no,
-                    format!(
-                        "unknown winner `{other}` (expected model_a, model_b, tie or \"tie (bothbad)\")"
-                    ),
-                ));
-            }
-        };
-        if r.model_a == r.model_b {
-            return Err(bad(
-                line_no,
-                format!("model `{}` is compared with itself", r.model_a),
-            ));
-        }
-        let mut intern = |name: &str| -> u32 {
-            if let Some(&i) = model_index.get(name) {
-                return i;
-            }
-            let i = models.len() as u32;
-            models.push(name.to_string());
-            model_index.insert(name.to_string(), i);
-            i
-        };
-        let (a, b) = (intern(&r.model_a), intern(&r.model_b));
-        let task = match r.question_id {
-            Some(q) => match task_index.get(q.as_ref()) {
-                Some(&t) => t,
-                None => {
-                    let t = task_index.len() as u32;
-                    task_index.insert(q.into_owned(), t);
-                    t
-                }
-            },
-            None if unit == BootstrapUnit::Task => {
-                return Err(bad(line_no, "no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into()));
-            }
-            None => u32::MAX,
-        };
-        rows.push(Row {
-            a,
-            b,
-            outcome: RowOutcome::Rated(outcome),
-            task,
-        });
-    }
-    Ok((models, rows))
 }

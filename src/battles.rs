@@ -1,0 +1,389 @@
+//! Reading battle files in the Chatbot Arena convention (JSON Lines with `model_a`, `model_b`,
+//! `winner` and optionally `question_id`; other fields ignored) into compact rows, fast: the
+//! input is read in blocks that two threads parse while the next block is read, then merged in
+//! file order. Memory holds the rows (16 bytes each) and a few blocks, never the file.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Mutex;
+use std::sync::mpsc::sync_channel;
+
+use serde::Deserialize;
+
+use crate::ranking::{Row, RowOutcome};
+use crate::stats::{BootstrapUnit, Outcome};
+
+/// Size of a block handed to a parsing thread.
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// Why a battles file was refused: the line and what is wrong, or a read error.
+#[derive(Debug, thiserror::Error)]
+pub enum BattlesError {
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+    #[error("read error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Zero-copy form of a row (fails on escaped strings, then [`OwnedRow`] is tried).
+#[derive(Deserialize)]
+struct FastRow<'a> {
+    model_a: &'a str,
+    model_b: &'a str,
+    winner: &'a str,
+    #[serde(default)]
+    question_id: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct OwnedRow<'a> {
+    #[serde(borrow)]
+    model_a: Cow<'a, str>,
+    #[serde(borrow)]
+    model_b: Cow<'a, str>,
+    #[serde(borrow)]
+    winner: Cow<'a, str>,
+    #[serde(borrow, default)]
+    question_id: Option<Cow<'a, str>>,
+}
+
+/// One parsed block: rows with block-local model and task ids, and the local name tables.
+#[derive(Default)]
+struct Chunk {
+    rows: Vec<Row>,
+    models: Vec<String>,
+    tasks: Vec<String>,
+    error: Option<BattlesError>,
+}
+
+/// Parses battles from `reader`: model names in order of first appearance and the rows in
+/// file order. `unit` = task requires a `question_id` on every row; without one a row's task
+/// is `u32::MAX`.
+pub fn parse_battles(
+    mut reader: impl Read + Send,
+    unit: BootstrapUnit,
+) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    let (tx, rx) = sync_channel::<(usize, usize, Vec<u8>)>(threads);
+    let rx = Mutex::new(rx);
+    let done: Mutex<Vec<(usize, Chunk)>> = Mutex::new(Vec::new());
+    let read_result = std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let next = rx.lock().expect("receiver lock").recv();
+                    let Ok((index, first_line, block)) = next else {
+                        break;
+                    };
+                    let chunk = parse_block(&block, first_line, unit);
+                    done.lock().expect("results lock").push((index, chunk));
+                }
+            });
+        }
+        let sent = send_blocks(&mut reader, |index, first_line, block| {
+            tx.send((index, first_line, block)).is_ok()
+        });
+        drop(tx);
+        sent
+    });
+    read_result?;
+    let mut chunks = done.into_inner().expect("results lock");
+    chunks.sort_by_key(|(i, _)| *i);
+    merge(chunks.into_iter().map(|(_, c)| c))
+}
+
+/// Reads `reader` in blocks that end at a newline and hands each to `send` with its index and
+/// the number of its first line.
+fn send_blocks(
+    reader: &mut impl Read,
+    mut send: impl FnMut(usize, usize, Vec<u8>) -> bool,
+) -> Result<(), BattlesError> {
+    let mut carry: Vec<u8> = Vec::new();
+    let (mut index, mut line) = (0usize, 1usize);
+    loop {
+        let mut block = std::mem::take(&mut carry);
+        let start = block.len();
+        block.resize(start + BLOCK_BYTES, 0);
+        let mut filled = start;
+        while filled < block.len() {
+            let n = reader.read(&mut block[filled..])?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        block.truncate(filled);
+        let eof = filled < start + BLOCK_BYTES;
+        if !eof && let Some(cut) = block.iter().rposition(|&b| b == b'\n') {
+            carry = block.split_off(cut + 1);
+        }
+        let lines = block.iter().filter(|&&b| b == b'\n').count();
+        if !block.is_empty() && !send(index, line, block) {
+            return Ok(());
+        }
+        index += 1;
+        line += lines;
+        if eof && carry.is_empty() {
+            return Ok(());
+        }
+    }
+}
+
+fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
+    let mut chunk = Chunk::default();
+    let mut models: HashMap<&str, u32> = HashMap::new();
+    let mut tasks: HashMap<&str, u32> = HashMap::new();
+    let mut owned_models: HashMap<String, u32> = HashMap::new();
+    let mut owned_tasks: HashMap<String, u32> = HashMap::new();
+    for (i, line) in block.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line_no = first_line + i;
+        let fail = |message: String| BattlesError::Line {
+            line: line_no,
+            message,
+        };
+        let result = match serde_json::from_slice::<FastRow>(line) {
+            Ok(r) => add_row(
+                &mut chunk,
+                &mut models,
+                &mut tasks,
+                (r.model_a, r.model_b, r.winner, r.question_id),
+                unit,
+            ),
+            Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
+                Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut owned_tasks, &r, unit),
+                Err(e) => Err(format!(
+                    "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
+                )),
+            },
+        };
+        if let Err(message) = result {
+            chunk.error = Some(fail(message));
+            return chunk;
+        }
+    }
+    chunk
+}
+
+fn outcome_of(winner: &str) -> Result<Outcome, String> {
+    match winner {
+        "model_a" => Ok(Outcome::AWins),
+        "model_b" => Ok(Outcome::BWins),
+        "tie" => Ok(Outcome::Tie),
+        "tie (bothbad)" | "both_bad" => Ok(Outcome::BothBad),
+        other => Err(format!(
+            "unknown winner `{other}` (expected model_a, model_b, tie or \"tie (bothbad)\")"
+        )),
+    }
+}
+
+fn intern<'a>(table: &mut HashMap<&'a str, u32>, names: &mut Vec<String>, name: &'a str) -> u32 {
+    *table.entry(name).or_insert_with(|| {
+        names.push(name.to_string());
+        names.len() as u32 - 1
+    })
+}
+
+fn intern_owned(table: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
+    if let Some(&i) = table.get(name) {
+        return i;
+    }
+    // An escaped name may equal one already seen in zero-copy form: search the names too.
+    let i = names.iter().position(|n| n == name).map_or_else(
+        || {
+            names.push(name.to_string());
+            names.len() as u32 - 1
+        },
+        |p| p as u32,
+    );
+    table.insert(name.to_string(), i);
+    i
+}
+
+type Fields<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
+
+fn add_row<'a>(
+    chunk: &mut Chunk,
+    models: &mut HashMap<&'a str, u32>,
+    tasks: &mut HashMap<&'a str, u32>,
+    (model_a, model_b, winner, question): Fields<'a>,
+    unit: BootstrapUnit,
+) -> Result<(), String> {
+    let outcome = outcome_of(winner)?;
+    if model_a == model_b {
+        return Err(format!("model `{model_a}` is compared with itself"));
+    }
+    let a = intern(models, &mut chunk.models, model_a);
+    let b = intern(models, &mut chunk.models, model_b);
+    let task = match question {
+        Some(q) => intern(tasks, &mut chunk.tasks, q),
+        None if unit == BootstrapUnit::Task => {
+            return Err("no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into());
+        }
+        None => u32::MAX,
+    };
+    chunk.rows.push(Row {
+        a,
+        b,
+        outcome: RowOutcome::Rated(outcome),
+        task,
+    });
+    Ok(())
+}
+
+fn add_owned(
+    chunk: &mut Chunk,
+    models: &mut HashMap<String, u32>,
+    tasks: &mut HashMap<String, u32>,
+    r: &OwnedRow,
+    unit: BootstrapUnit,
+) -> Result<(), String> {
+    let outcome = outcome_of(&r.winner)?;
+    if r.model_a == r.model_b {
+        return Err(format!("model `{}` is compared with itself", r.model_a));
+    }
+    let a = intern_owned(models, &mut chunk.models, &r.model_a);
+    let b = intern_owned(models, &mut chunk.models, &r.model_b);
+    let task = match &r.question_id {
+        Some(q) => intern_owned(tasks, &mut chunk.tasks, q),
+        None if unit == BootstrapUnit::Task => {
+            return Err("no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into());
+        }
+        None => u32::MAX,
+    };
+    chunk.rows.push(Row {
+        a,
+        b,
+        outcome: RowOutcome::Rated(outcome),
+        task,
+    });
+    Ok(())
+}
+
+/// Joins the blocks in file order, mapping block-local ids to global ones; the first error
+/// in file order wins.
+fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+    let mut models: Vec<String> = Vec::new();
+    let mut model_ids: HashMap<String, u32> = HashMap::new();
+    let mut task_ids: HashMap<String, u32> = HashMap::new();
+    let mut rows = Vec::new();
+    for chunk in chunks {
+        let model_map: Vec<u32> = chunk
+            .models
+            .into_iter()
+            .map(|name| {
+                *model_ids.entry(name.clone()).or_insert_with(|| {
+                    models.push(name);
+                    models.len() as u32 - 1
+                })
+            })
+            .collect();
+        let task_map: Vec<u32> = chunk
+            .tasks
+            .into_iter()
+            .map(|name| {
+                let next = task_ids.len() as u32;
+                *task_ids.entry(name).or_insert(next)
+            })
+            .collect();
+        rows.extend(chunk.rows.iter().map(|r| Row {
+            a: model_map[r.a as usize],
+            b: model_map[r.b as usize],
+            outcome: r.outcome,
+            task: if r.task == u32::MAX {
+                u32::MAX
+            } else {
+                task_map[r.task as usize]
+            },
+        }));
+        if let Some(e) = chunk.error {
+            return Err(e);
+        }
+    }
+    Ok((models, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, unit: BootstrapUnit) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+        parse_battles(text.as_bytes(), unit)
+    }
+
+    #[test]
+    fn rows_in_file_order_with_interned_names() {
+        let text = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\",\"question_id\":\"q1\",\"judge\":\"j\"}\n\
+                    \n\
+                    {\"winner\":\"tie (bothbad)\",\"model_b\":\"x\",\"model_a\":\"z\\u0041\",\"question_id\":\"q2\"}\n\
+                    {\"model_a\":\"y\",\"model_b\":\"zA\",\"winner\":\"tie\",\"question_id\":\"q1\"}";
+        let (models, rows) = parse(text, BootstrapUnit::Task).expect("valid");
+        assert_eq!(
+            models,
+            ["x", "y", "zA"],
+            "an escaped name equals its plain form"
+        );
+        let r: Vec<(u32, u32, u32)> = rows.iter().map(|r| (r.a, r.b, r.task)).collect();
+        assert_eq!(r, [(0, 1, 0), (2, 0, 1), (1, 2, 0)]);
+        assert_eq!(rows[1].outcome, RowOutcome::Rated(Outcome::BothBad));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let bad = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"a\"}\n";
+        let e = parse(bad, BootstrapUnit::Comparison)
+            .expect_err("bad winner")
+            .to_string();
+        assert!(e.starts_with("line 2: unknown winner `a`"), "{e}");
+        let e = parse(
+            "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}\n",
+            BootstrapUnit::Task,
+        )
+        .expect_err("no qid");
+        assert!(e.to_string().starts_with("line 1: no question_id"), "{e}");
+        let e = parse("not json\n", BootstrapUnit::Comparison)
+            .expect_err("json")
+            .to_string();
+        assert!(e.starts_with("line 1: not a battle row"), "{e}");
+        let e = parse(
+            "{\"model_a\":\"x\",\"model_b\":\"x\",\"winner\":\"tie\"}",
+            BootstrapUnit::Comparison,
+        )
+        .expect_err("self");
+        assert!(e.to_string().contains("compared with itself"));
+    }
+
+    #[test]
+    fn many_blocks_match_one_pass() {
+        // Large enough to span several blocks and threads.
+        let mut text = String::new();
+        for i in 0..200_000u32 {
+            let (a, b) = (i % 37, (i * 7 + 1) % 37);
+            let b = if a == b { (b + 1) % 37 } else { b };
+            let w = ["model_a", "model_b", "tie", "tie (bothbad)"][(i % 4) as usize];
+            text.push_str(&format!("{{\"model_a\":\"m{a}\",\"model_b\":\"m{b}\",\"winner\":\"{w}\",\"question_id\":\"q{}\"}}\n", i % 101));
+        }
+        assert!(text.len() > 3 * BLOCK_BYTES);
+        let (models, rows) = parse(&text, BootstrapUnit::Task).expect("valid");
+        assert_eq!(rows.len(), 200_000);
+        for (i, r) in rows.iter().enumerate().step_by(997) {
+            let i = i as u32;
+            let a = i % 37;
+            let b = (i * 7 + 1) % 37;
+            let b = if a == b { (b + 1) % 37 } else { b };
+            assert_eq!(models[r.a as usize], format!("m{a}"));
+            assert_eq!(models[r.b as usize], format!("m{b}"));
+        }
+        let mut bad = text.clone();
+        bad.push_str("{\"model_a\":\"m1\",\"model_b\":\"m2\",\"winner\":\"nobody\"}\n");
+        let e = parse(&bad, BootstrapUnit::Comparison)
+            .expect_err("bad last line")
+            .to_string();
+        assert!(e.starts_with("line 200001:"), "{e}");
+    }
+}
