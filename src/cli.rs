@@ -346,6 +346,7 @@ pub enum LabelAction {
 /// `judge label sample`.
 #[derive(Debug, Args)]
 pub struct LabelSampleArgs {
+    /// The run whose comparisons to sample.
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// How many items to draw.
@@ -366,6 +367,7 @@ pub struct LabelSampleArgs {
 /// `judge label export`.
 #[derive(Debug, Args)]
 pub struct LabelExportArgs {
+    /// The run whose sample to export.
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// Sheet format (CSV only).
@@ -387,8 +389,10 @@ pub enum SheetFormat {
 pub struct LabelImportArgs {
     /// The filled sheet (CSV with `item` and `choice` columns).
     pub file: PathBuf,
+    /// The run the sheet was exported from.
     #[arg(long, value_name = "NAME")]
     pub run: String,
+    /// Whose labels these are (letters, digits, . _ -).
     #[arg(long, value_name = "ID")]
     pub labeller: String,
 }
@@ -396,6 +400,7 @@ pub struct LabelImportArgs {
 /// `judge label score`.
 #[derive(Debug, Args)]
 pub struct LabelScoreArgs {
+    /// The run whose labels to score.
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// Bootstrap resamples for the kappa interval.
@@ -404,8 +409,10 @@ pub struct LabelScoreArgs {
     /// Bootstrap seed (default 0).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Report format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
+    /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
