@@ -1,7 +1,12 @@
 //! Reading battle files in the Chatbot Arena convention (JSON Lines with `model_a`, `model_b`,
 //! `winner` and optionally `question_id`; other fields ignored) into compact rows, fast: the
-//! input is read in blocks that two threads parse while the next block is read, then merged in
+//! input is read in blocks that all cores parse while the next block is read, then merged in
 //! file order. Memory holds the rows (16 bytes each) and a few blocks, never the file.
+//!
+//! Each line first goes through a small scanner that handles the common shape (a flat object
+//! whose four fields are plain strings without escapes; other fields' values are skipped by
+//! bracket matching, not fully validated); anything else — escapes, `null`, a syntax error —
+//! goes through serde_json, which also produces the error message.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -147,15 +152,14 @@ fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
             line: line_no,
             message,
         };
-        let result = match serde_json::from_slice::<FastRow>(line) {
-            Ok(r) => add_row(
-                &mut chunk,
-                &mut models,
-                &mut tasks,
-                (r.model_a, r.model_b, r.winner, r.question_id),
-                unit,
-            ),
-            Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
+        let fast = scan_line(line).or_else(|| {
+            serde_json::from_slice::<FastRow>(line)
+                .ok()
+                .map(|r| (r.model_a, r.model_b, r.winner, r.question_id))
+        });
+        let result = match fast {
+            Some(fields) => add_row(&mut chunk, &mut models, &mut tasks, fields, unit),
+            None => match serde_json::from_slice::<OwnedRow>(line) {
                 Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut owned_tasks, &r, unit),
                 Err(e) => Err(format!(
                     "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
@@ -168,6 +172,137 @@ fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
         }
     }
     chunk
+}
+
+/// The four fields of a plain line, or `None` to let serde_json decide.
+fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
+    let mut sc = Scanner { s: line, i: 0 };
+    let mut found: [Option<&str>; 4] = [None; 4];
+    sc.ws();
+    sc.eat(b'{')?;
+    sc.ws();
+    if sc.peek()? != b'}' {
+        loop {
+            sc.ws();
+            let key = sc.plain_string()?;
+            sc.ws();
+            sc.eat(b':')?;
+            sc.ws();
+            let slot = ["model_a", "model_b", "winner", "question_id"]
+                .iter()
+                .position(|k| k.as_bytes() == key);
+            match slot {
+                Some(k) if found[k].is_some() => return None,
+                Some(k) => found[k] = Some(std::str::from_utf8(sc.plain_string()?).ok()?),
+                None => sc.skip_value()?,
+            }
+            sc.ws();
+            match sc.next()? {
+                b',' => continue,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    } else {
+        sc.i += 1;
+    }
+    sc.ws();
+    if sc.i != line.len() {
+        return None;
+    }
+    Some((found[0]?, found[1]?, found[2]?, found[3]))
+}
+
+/// A byte cursor over one line.
+struct Scanner<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.i += 1;
+        Some(b)
+    }
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.next()? == b).then_some(())
+    }
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.i += 1;
+        }
+    }
+    /// A string without escapes or control characters: its bytes.
+    fn plain_string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match self.next()? {
+                b'"' => return Some(&self.s[start..self.i - 1]),
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => {}
+            }
+        }
+    }
+    /// Skips any string (escapes allowed), nested object or array, or scalar token.
+    fn skip_value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.skip_string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.peek()? {
+                        b'"' => self.skip_string()?,
+                        b'{' | b'[' => {
+                            depth += 1;
+                            self.i += 1;
+                        }
+                        b'}' | b']' => {
+                            depth -= 1;
+                            self.i += 1;
+                            if depth == 0 {
+                                return Some(());
+                            }
+                        }
+                        _ => self.i += 1,
+                    }
+                }
+            }
+            _ => {
+                let start = self.i;
+                while matches!(
+                    self.peek(),
+                    Some(b'a'..=b'z' | b'0'..=b'9' | b'-' | b'+' | b'.' | b'E')
+                ) {
+                    self.i += 1;
+                }
+                let token = &self.s[start..self.i];
+                let number = token
+                    .first()
+                    .is_some_and(|c| *c == b'-' || c.is_ascii_digit())
+                    && std::str::from_utf8(token).ok()?.parse::<f64>().is_ok();
+                (number || matches!(token, b"true" | b"false" | b"null")).then_some(())
+            }
+        }
+    }
+    fn skip_string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            match self.next()? {
+                b'"' => return Some(()),
+                b'\\' => {
+                    self.next()?;
+                }
+                c if c < 0x20 => return None,
+                _ => {}
+            }
+        }
+    }
 }
 
 fn outcome_of(winner: &str) -> Result<Outcome, String> {
@@ -331,6 +466,53 @@ mod tests {
         let r: Vec<(u32, u32, u32)> = rows.iter().map(|r| (r.a, r.b, r.task)).collect();
         assert_eq!(r, [(0, 1, 0), (2, 0, 1), (1, 2, 0)]);
         assert_eq!(rows[1].outcome, RowOutcome::Rated(Outcome::BothBad));
+    }
+
+    #[test]
+    fn scanner_takes_plain_lines_and_defers_the_rest() {
+        let plain = br#"{"judge":"j","model_a":"x","meta":{"a":[1,2,{"b":"}"}],"c":"q\"}"},"model_b":"y","n":-1.5e3,"ok":true,"winner":"tie","question_id":"q9"}"#;
+        assert_eq!(scan_line(plain), Some(("x", "y", "tie", Some("q9"))));
+        assert_eq!(
+            scan_line(br#"{"model_a":"x","model_b":"y","winner":"tie"}"#),
+            Some(("x", "y", "tie", None))
+        );
+        for deferred in [
+            &br#"{"model_a":"x\u0041","model_b":"y","winner":"tie"}"#[..],
+            br#"{"model_a":"x","model_b":"y","winner":"tie","question_id":null}"#,
+            br#"{"model_a":"x","model_b":"y","winner":"tie","n":tru}"#,
+            br#"{"model_a":"x","model_a":"y","winner":"tie","model_b":"z"}"#,
+            br#"{"model_a":"x","model_b":"y","winner":"tie"} trailing"#,
+            br#"{"model_a":"x","model_b":"y"}"#,
+            b"[1,2]",
+        ] {
+            assert_eq!(
+                scan_line(deferred),
+                None,
+                "{}",
+                String::from_utf8_lossy(deferred)
+            );
+        }
+        // serde_json then decides: an escape is fine, a duplicate field is an error.
+        let (models, _) = parse(
+            r#"{"model_a":"x\u0041","model_b":"y","winner":"tie","question_id":null}"#,
+            BootstrapUnit::Comparison,
+        )
+        .expect("valid");
+        assert_eq!(models, ["xA", "y"]);
+        assert!(
+            parse(
+                r#"{"model_a":"x","model_a":"y","winner":"tie","model_b":"z"}"#,
+                BootstrapUnit::Comparison
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                r#"{"model_a":"x","model_b":"y","winner":"tie","n":tru}"#,
+                BootstrapUnit::Comparison
+            )
+            .is_err()
+        );
     }
 
     #[test]
