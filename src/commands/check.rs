@@ -6,15 +6,14 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{Cache, cache_key};
 use crate::cli::{CheckArgs, Cli};
+use crate::commands::load_run;
 use crate::config::load_config;
-use crate::engine::manifest::Manifest;
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
 };
@@ -27,7 +26,7 @@ use crate::report::progress::Progress;
 use crate::sandbox::{
     CheckResult, SandboxMode, SandboxPolicy, default_parallelism, probe, run_check,
 };
-use crate::suite::{Suite, load_suite};
+use crate::suite::Suite;
 
 /// Check records of a run.
 pub const CHECKS_FILE: &str = "checks.jsonl";
@@ -159,40 +158,6 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::ItemsFailed);
     }
     Ok(Outcome::Success)
-}
-
-/// Loads a run's manifest, its unchanged suite and its outputs.
-pub fn load_run(
-    config: &crate::config::Config,
-    run: &str,
-) -> anyhow::Result<(RunDir, Manifest, Suite, Vec<OutputRecord>)> {
-    let run_dir = RunDir::at(&config.runs_dir(), run)?;
-    if !run_dir.exists() {
-        return Err(JudgeError::usage(format!(
-            "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",
-            config.runs_dir().display()
-        ))
-        .into());
-    }
-    let path = run_dir.file("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
-        JudgeError::usage(format!(
-            "`{}` is not a valid manifest ({e}); regenerate the run",
-            path.display()
-        ))
-    })?;
-    let suite = load_suite(&config.suites_dir(), &manifest.suite.name)?;
-    if suite.hash != manifest.suite.hash {
-        return Err(JudgeError::usage(format!(
-            "suite `{}` has changed since run `{run}` was generated; use the unchanged suite or generate a new run",
-            suite.name
-        ))
-        .into());
-    }
-    let outputs = read_jsonl_repairing(&run_dir.file(crate::commands::generate::OUTPUTS_FILE))?;
-    Ok((run_dir, manifest, suite, outputs))
 }
 
 /// The sandbox policy; refuses when bubblewrap cannot run unless `no_sandbox`.

@@ -13,12 +13,10 @@ use crate::cache::Cache;
 use crate::cli::{Cli, CompareArgs};
 use crate::commands::check::{CHECKS_FILE, CheckRecord, CheckTable, ensure_checks, sandbox_policy};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
-use crate::engine::calls::{build_http_providers, cached_call, watch_ctrl_c};
+use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
 use crate::engine::manifest::Manifest;
-use crate::engine::run_dir::{
-    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
-};
-use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
+use crate::engine::run_dir::{RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic};
+use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
 use crate::judging::{
     EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict, judge_agreement,
@@ -34,7 +32,7 @@ use crate::records::{
 };
 use crate::report::progress::Progress;
 use crate::report::summary::compare_summary;
-use crate::suite::{Suite, load_suite};
+use crate::suite::Suite;
 use crate::verdict::parse_verdict;
 
 /// The tool-owned judge template (DESIGN rule 8), compiled in so every install judges alike.
@@ -160,35 +158,26 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
 
     let progress = Progress::new(calls.len() as u64, cli.quiet, "compare");
-    let mut appender = JsonlAppender::open(&judgments_path)?;
     let mut new_records = Vec::new();
-    let mut write_error = None;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        watch_ctrl_c(stop.clone());
-        let work_ctx = ctx.clone();
-        let groups = group_by_provider(&ctx, calls);
-        run_groups(groups, stop.clone(), move |call| judge_call(work_ctx.clone(), call), |rec| {
-            let Some(rec) = rec else { return };
-            if let Err(e) = appender.append(&rec) {
-                stop.request(StopReason::Fatal(format!("{e:#}")));
-                write_error.get_or_insert(e);
-            }
+    let work_ctx = ctx.clone();
+    let result = run_recorded(
+        group_by_provider(&ctx, calls),
+        &stop,
+        &judgments_path,
+        move |call| judge_call(work_ctx.clone(), call),
+        |rec: JudgmentRecord| {
             let failed = matches!(rec.verdict, JudgmentVerdict::Failed(_));
             let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
-            let priced = ctx.judges.iter().any(|j| matches!(j, Judge::Llm(m) if m.id == rec.judge && m.price_input_per_mtok.is_some()));
+            let priced = ctx
+                .judges
+                .iter()
+                .any(|j| matches!(j, Judge::Llm(m) if m.id == rec.judge && m.price_input_per_mtok.is_some()));
             progress.item_done(rec.from_cache, failed, spent, priced);
             new_records.push(rec);
-        })
-        .await;
-    });
+        },
+    );
     progress.finish();
-    if let Some(e) = write_error {
-        return Err(e);
-    }
+    result?;
     finish(
         &ctx,
         &inputs.run_dir,
@@ -201,25 +190,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
 
 fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
     let config = load_config(&cli.config)?;
-    let run_dir = RunDir::at(&config.runs_dir(), run)?;
-    if !run_dir.exists() {
-        return Err(JudgeError::usage(format!(
-            "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",
-            config.runs_dir().display()
-        ))
-        .into());
-    }
-    let manifest = read_manifest(&run_dir)?;
-    let suite = load_suite(&config.suites_dir(), &manifest.suite.name)?;
-    if suite.hash != manifest.suite.hash {
-        return Err(JudgeError::usage(format!(
-            "suite `{}` has changed since run `{run}` was generated; judge it from an unchanged suite or generate a new run",
-            suite.name
-        ))
-        .into());
-    }
-    let outputs: Vec<OutputRecord> =
-        read_jsonl_repairing(&run_dir.file(crate::commands::generate::OUTPUTS_FILE))?;
+    let (run_dir, manifest, suite, outputs) = crate::commands::load_run(&config, run)?;
     let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
     let models: Vec<ModelConfig> = manifest
         .models
@@ -254,19 +225,6 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         outputs,
         models,
         judges,
-    })
-}
-
-fn read_manifest(run_dir: &RunDir) -> anyhow::Result<Manifest> {
-    let path = run_dir.file("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        JudgeError::usage(format!(
-            "`{}` is not a valid manifest ({e}); regenerate the run",
-            path.display()
-        ))
-        .into()
     })
 }
 

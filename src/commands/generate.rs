@@ -5,17 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use anyhow::Context;
-
 use crate::cache::Cache;
 use crate::cli::{Cli, GenerateArgs};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
-use crate::engine::calls::{build_http_providers, cached_call, watch_ctrl_c};
-use crate::engine::manifest::{Manifest, SuiteInfo, resume_conflict};
+use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
+use crate::engine::manifest::{Manifest, SuiteInfo, read_manifest, resume_conflict};
 use crate::engine::run_dir::{
-    JsonlAppender, RunDir, compact_jsonl, for_each_jsonl, read_jsonl_repairing, write_json_atomic,
+    RunDir, compact_jsonl, for_each_jsonl, read_jsonl_repairing, write_json_atomic,
 };
-use crate::engine::scheduler::{Group, Stop, StopReason, run_groups};
+use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
 use crate::provider::http::HttpProvider;
 use crate::provider::{ChatRequest, Message, files, to_wire};
@@ -102,43 +100,31 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     });
 
     let progress = Progress::new(items.len() as u64, cli.quiet, "generate");
-    let mut appender = JsonlAppender::open(&outputs_path)?;
     let mut invocation = Invocation::default();
-    let mut write_error = None;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        watch_ctrl_c(stop.clone());
-        let work_ctx = ctx.clone();
-        run_groups(
-            group_by_provider(&ctx, items),
-            stop.clone(),
-            move |item| produce(work_ctx.clone(), item),
-            |rec| {
-                let Some(rec) = rec else { return };
-                if let Err(e) = appender.append(&rec) {
-                    stop.request(StopReason::Fatal(format!("{e:#}")));
-                    write_error.get_or_insert(e);
-                }
-                let model = &ctx
-                    .models
-                    .iter()
-                    .find(|m| m.id == rec.model)
-                    .expect("records name selected models");
-                let priced = model.price_input_per_mtok.is_some();
-                let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
-                progress.item_done(rec.from_cache, rec.status == Status::Failed, spent, priced);
-                invocation.add(&rec);
-            },
-        )
-        .await;
-    });
+    let work_ctx = ctx.clone();
+    let result = run_recorded(
+        group_by_provider(&ctx, items),
+        &stop,
+        &outputs_path,
+        move |item| produce(work_ctx.clone(), item),
+        |rec: OutputRecord| {
+            let model = ctx
+                .models
+                .iter()
+                .find(|m| m.id == rec.model)
+                .expect("records name selected models");
+            let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
+            progress.item_done(
+                rec.from_cache,
+                rec.status == Status::Failed,
+                spent,
+                model.price_input_per_mtok.is_some(),
+            );
+            invocation.add(&rec);
+        },
+    );
     progress.finish();
-    if let Some(e) = write_error {
-        return Err(e);
-    }
+    result?;
     finish(&ctx, &run_dir, &mut manifest, &invocation)
 }
 
@@ -224,19 +210,6 @@ fn finish(
         None if failed > 0 => Ok(Outcome::ItemsFailed),
         None => Ok(Outcome::Success),
     }
-}
-
-fn read_manifest(run_dir: &RunDir) -> anyhow::Result<Manifest> {
-    let path = run_dir.file("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        JudgeError::usage(format!(
-            "`{}` is not a valid manifest ({e}); start a new run",
-            path.display()
-        ))
-        .into()
-    })
 }
 
 fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[ModelConfig]) {

@@ -11,8 +11,8 @@ use anyhow::Context;
 use crate::cli::{
     Cli, LabelAction, LabelArgs, LabelExportArgs, LabelImportArgs, LabelSampleArgs, LabelScoreArgs,
 };
-use crate::commands::check::load_run;
 use crate::commands::compare::COMPARISONS_FILE;
+use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,

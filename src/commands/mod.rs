@@ -22,3 +22,37 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Label(args) => label::run(&cli, args),
     }
 }
+
+/// Loads an existing run: its directory, manifest, the unchanged suite it was made from and
+/// its outputs. A missing run or a changed suite is a usage error.
+pub fn load_run(
+    config: &crate::config::Config,
+    run: &str,
+) -> anyhow::Result<(
+    crate::engine::run_dir::RunDir,
+    crate::engine::manifest::Manifest,
+    crate::suite::Suite,
+    Vec<crate::records::OutputRecord>,
+)> {
+    use crate::error::JudgeError;
+    let run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
+    if !run_dir.exists() {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",
+            config.runs_dir().display()
+        ))
+        .into());
+    }
+    let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
+    let suite = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)?;
+    if suite.hash != manifest.suite.hash {
+        return Err(JudgeError::usage(format!(
+            "suite `{}` has changed since run `{run}` was generated; use the unchanged suite or generate a new run",
+            suite.name
+        ))
+        .into());
+    }
+    let outputs =
+        crate::engine::run_dir::read_jsonl_repairing(&run_dir.file(generate::OUTPUTS_FILE))?;
+    Ok((run_dir, manifest, suite, outputs))
+}

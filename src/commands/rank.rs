@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::battles::{BattlesError, parse_battles};
 use crate::cli::{Cli, RankArgs};
-use crate::commands::check::load_run;
 use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
+use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{RunDir, read_jsonl_repairing};
 use crate::error::{JudgeError, Outcome};

@@ -144,3 +144,40 @@ pub fn watch_ctrl_c(stop: Arc<Stop>) {
         }
     });
 }
+
+/// Runs `work` over `groups` on a two-thread runtime with Ctrl-C handling, appending every
+/// finished record (`Some`) to `path` at once and then passing it to `on_record`. A failed
+/// append stops the run and is returned.
+pub fn run_recorded<I, R, F, Fut>(
+    groups: Vec<super::scheduler::Group<I>>,
+    stop: &Arc<Stop>,
+    path: &std::path::Path,
+    work: F,
+    mut on_record: impl FnMut(R),
+) -> anyhow::Result<()>
+where
+    I: Send + 'static,
+    R: serde::Serialize + Send + 'static,
+    F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<R>> + Send,
+{
+    let mut appender = super::run_dir::JsonlAppender::open(path)?;
+    let mut write_error = None;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        watch_ctrl_c(stop.clone());
+        super::scheduler::run_groups(groups, stop.clone(), work, |rec: Option<R>| {
+            let Some(rec) = rec else { return };
+            if let Err(e) = appender.append(&rec) {
+                stop.request(StopReason::Fatal(format!("{e:#}")));
+                write_error.get_or_insert(e);
+            }
+            on_record(rec);
+        })
+        .await;
+    });
+    write_error.map_or(Ok(()), Err)
+}

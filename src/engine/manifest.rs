@@ -113,3 +113,18 @@ pub fn resume_conflict(
     }
     None
 }
+
+/// Reads `runs/<run>/manifest.json`; an unreadable or invalid manifest is a usage error.
+pub fn read_manifest(run_dir: &super::run_dir::RunDir) -> anyhow::Result<Manifest> {
+    use anyhow::Context;
+    let path = run_dir.file("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        crate::error::JudgeError::usage(format!(
+            "`{}` is not a valid manifest ({e}); start a new run",
+            path.display()
+        ))
+        .into()
+    })
+}

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt};
+use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt, malformed};
 
 /// The path appended to `base_url`.
 pub const PATH: &str = "/messages";
@@ -220,16 +220,6 @@ fn refusal(value: &Value, text: &str) -> ProviderError {
     )
 }
 
-fn malformed(value: &Value, what: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorClass::MalformedResponse,
-        format!(
-            "unexpected response shape: {what}: {}",
-            excerpt(&value.to_string(), 200)
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,11 +231,7 @@ mod tests {
     const VERDICT: &str = "Answer A handles the empty list; answer B does not.\nVERDICT: A";
 
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/providers/anthropic/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+        crate::provider::fixture("anthropic", name)
     }
 
     fn request(messages: Vec<Message>) -> ChatRequest {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt};
+use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt, malformed};
 
 /// The `base_url` used when the config gives none.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -335,16 +335,6 @@ fn flagged_ratings(ratings: Option<&Value>) -> String {
     }
 }
 
-fn malformed(value: &Value, what: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorClass::MalformedResponse,
-        format!(
-            "unexpected response shape: {what}: {}",
-            excerpt(&value.to_string(), 200)
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,11 +346,7 @@ mod tests {
     const VERDICT: &str = "Answer A handles the empty list; answer B does not.\nVERDICT: A";
 
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/providers/gemini/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+        crate::provider::fixture("gemini", name)
     }
 
     fn fixture_text(name: &str) -> String {

@@ -142,6 +142,27 @@ impl ProviderError {
     }
 }
 
+/// The error for a 2xx body that is JSON but not of the expected shape.
+pub fn malformed(value: &Value, what: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorClass::MalformedResponse,
+        format!(
+            "unexpected response shape: {what}: {}",
+            excerpt(&value.to_string(), 200)
+        ),
+    )
+}
+
+/// A recorded response body from `tests/fixtures/providers/<provider>/<name>`.
+#[cfg(test)]
+pub(crate) fn fixture(provider: &str, name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/fixtures/providers/{provider}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+}
+
 /// Shortens a response body for an error message: first `max` chars, one line.
 pub fn excerpt(body: &str, max: usize) -> String {
     let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");

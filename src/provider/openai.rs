@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt};
+use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt, malformed};
 
 /// The path appended to `base_url`.
 pub const PATH: &str = "/chat/completions";
@@ -35,15 +35,7 @@ pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
 
 /// Parses a 2xx response already decoded as JSON (e.g. from the cache).
 pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
-    let shape = |what: &str| {
-        ProviderError::new(
-            ErrorClass::MalformedResponse,
-            format!(
-                "unexpected response shape: {what}: {}",
-                excerpt(&value.to_string(), 200)
-            ),
-        )
-    };
+    let shape = |what: &str| malformed(value, what);
     let choice = value
         .get("choices")
         .and_then(|c| c.get(0))
@@ -135,11 +127,7 @@ mod tests {
     use crate::provider::Message;
 
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/providers/openai/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+        crate::provider::fixture("openai", name)
     }
 
     #[test]
