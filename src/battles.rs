@@ -342,6 +342,28 @@ fn intern_owned(table: &mut HashMap<String, u32>, names: &mut Vec<String>, name:
 
 type Fields<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
 
+/// Checks a row's fields: the winner, two different models, a question id when the task
+/// bootstrap needs one.
+fn check_row(
+    winner: &str,
+    a: &str,
+    b: &str,
+    has_question: bool,
+    unit: BootstrapUnit,
+) -> Result<Outcome, String> {
+    let outcome = outcome_of(winner)?;
+    if a == b {
+        return Err(format!("model `{a}` is compared with itself"));
+    }
+    if !has_question && unit == BootstrapUnit::Task {
+        return Err(
+            "no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)"
+                .into(),
+        );
+    }
+    Ok(outcome)
+}
+
 fn add_row<'a>(
     chunk: &mut Chunk,
     models: &mut HashMap<&'a str, u32>,
@@ -349,19 +371,10 @@ fn add_row<'a>(
     (model_a, model_b, winner, question): Fields<'a>,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
-    let outcome = outcome_of(winner)?;
-    if model_a == model_b {
-        return Err(format!("model `{model_a}` is compared with itself"));
-    }
+    let outcome = check_row(winner, model_a, model_b, question.is_some(), unit)?;
     let a = intern(models, &mut chunk.models, model_a);
     let b = intern(models, &mut chunk.models, model_b);
-    let task = match question {
-        Some(q) => intern(tasks, &mut chunk.tasks, q),
-        None if unit == BootstrapUnit::Task => {
-            return Err("no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into());
-        }
-        None => u32::MAX,
-    };
+    let task = question.map_or(u32::MAX, |q| intern(tasks, &mut chunk.tasks, q));
     chunk.rows.push(Row {
         a,
         b,
@@ -378,19 +391,19 @@ fn add_owned(
     r: &OwnedRow,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
-    let outcome = outcome_of(&r.winner)?;
-    if r.model_a == r.model_b {
-        return Err(format!("model `{}` is compared with itself", r.model_a));
-    }
+    let outcome = check_row(
+        &r.winner,
+        &r.model_a,
+        &r.model_b,
+        r.question_id.is_some(),
+        unit,
+    )?;
     let a = intern_owned(models, &mut chunk.models, &r.model_a);
     let b = intern_owned(models, &mut chunk.models, &r.model_b);
-    let task = match &r.question_id {
-        Some(q) => intern_owned(tasks, &mut chunk.tasks, q),
-        None if unit == BootstrapUnit::Task => {
-            return Err("no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)".into());
-        }
-        None => u32::MAX,
-    };
+    let task = r
+        .question_id
+        .as_deref()
+        .map_or(u32::MAX, |q| intern_owned(tasks, &mut chunk.tasks, q));
     chunk.rows.push(Row {
         a,
         b,

@@ -142,6 +142,19 @@ impl ProviderError {
     }
 }
 
+/// Decodes a 2xx body as JSON; a body that is not JSON is a malformed response.
+pub fn decode_json(body: &[u8]) -> Result<Value, ProviderError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ProviderError::new(
+            ErrorClass::MalformedResponse,
+            format!(
+                "response is not JSON ({e}): {}",
+                excerpt(&String::from_utf8_lossy(body), 200)
+            ),
+        )
+    })
+}
+
 /// The error for a 2xx body that is JSON but not of the expected shape.
 pub fn malformed(value: &Value, what: &str) -> ProviderError {
     ProviderError::new(

@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, excerpt, malformed};
+use super::{
+    ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, decode_json, excerpt, malformed,
+};
 
 /// The path appended to `base_url`.
 pub const PATH: &str = "/chat/completions";
@@ -21,16 +23,7 @@ pub fn build_request(req: &ChatRequest) -> Value {
 
 /// Parses a 2xx response body.
 pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ProviderError::new(
-            ErrorClass::MalformedResponse,
-            format!(
-                "response is not JSON ({e}): {}",
-                excerpt(&String::from_utf8_lossy(body), 200)
-            ),
-        )
-    })?;
-    parse_reply_value(&value)
+    parse_reply_value(&decode_json(body)?)
 }
 
 /// Parses a 2xx response already decoded as JSON (e.g. from the cache).
