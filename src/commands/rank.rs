@@ -220,7 +220,7 @@ fn from_run(
         prompt_sha256,
         seed: args.seed.unwrap_or(manifest.seed),
         resamples: args.resamples,
-        unit: args.bootstrap_unit.into(),
+        bootstrap_unit: args.bootstrap_unit.into(),
         prior: args.prior,
     };
     run_dir.create_and_lock()?;
@@ -321,7 +321,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         order_flip_rate: None,
         seed: args.seed.unwrap_or(DEFAULT_SEED),
         resamples: args.resamples,
-        unit: args.bootstrap_unit.into(),
+        bootstrap_unit: args.bootstrap_unit.into(),
         prior: args.prior,
     };
     Ok(RankInput {

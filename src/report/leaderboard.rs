@@ -47,6 +47,18 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Leaderboard {
     pub schema_version: u32,
+    #[serde(flatten)]
+    pub header: Header,
+    pub interval: &'static str,
+    pub comparisons: Totals,
+    pub note: &'static str,
+    pub warnings: Vec<String>,
+    pub models: Vec<Standing>,
+}
+
+/// Header facts: where the comparisons came from and how they were fitted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Header {
     /// `run <name>` or the comparisons file.
     pub source: String,
     pub judge: Option<String>,
@@ -56,24 +68,6 @@ pub struct Leaderboard {
     pub resamples: usize,
     pub bootstrap_unit: BootstrapUnit,
     pub prior: f64,
-    pub interval: &'static str,
-    pub comparisons: Totals,
-    pub note: &'static str,
-    pub warnings: Vec<String>,
-    pub models: Vec<Standing>,
-}
-
-/// Header facts shared by every leaderboard of a source.
-#[derive(Debug, Clone)]
-pub struct Header {
-    pub source: String,
-    pub judge: Option<String>,
-    pub prompt_sha256: Option<String>,
-    pub order_flip_rate: Option<f64>,
-    pub seed: u64,
-    pub resamples: usize,
-    pub unit: BootstrapUnit,
-    pub prior: f64,
 }
 
 impl Leaderboard {
@@ -81,14 +75,7 @@ impl Leaderboard {
     pub fn new(header: Header, fitted: Fitted) -> Self {
         Leaderboard {
             schema_version: SCHEMA_VERSION,
-            source: header.source,
-            judge: header.judge,
-            prompt_sha256: header.prompt_sha256,
-            order_flip_rate: header.order_flip_rate,
-            seed: header.seed,
-            resamples: header.resamples,
-            bootstrap_unit: header.unit,
-            prior: header.prior,
+            header,
             interval: "95% percentile bootstrap",
             comparisons: Totals {
                 rated: fitted.rated,
@@ -102,21 +89,21 @@ impl Leaderboard {
     }
 
     fn header_line(&self) -> String {
-        let unit = match self.bootstrap_unit {
+        let h = &self.header;
+        let unit = match h.bootstrap_unit {
             BootstrapUnit::Comparison => "comparison",
             BootstrapUnit::Task => "task",
         };
         format!(
             "judge: {} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
-            self.judge.as_deref().unwrap_or("n/a"),
-            self.prompt_sha256
+            h.judge.as_deref().unwrap_or("n/a"),
+            h.prompt_sha256
                 .as_deref()
                 .map_or("n/a", |s| &s[..12.min(s.len())]),
-            self.order_flip_rate
-                .map_or("n/a".into(), |r| fmt_float(r, 3)),
-            self.seed,
-            self.resamples,
-            self.prior,
+            h.order_flip_rate.map_or("n/a".into(), |r| fmt_float(r, 3)),
+            h.seed,
+            h.resamples,
+            h.prior,
         )
     }
 }
