@@ -102,6 +102,7 @@ pub struct ProviderConfig {
     /// 0 = no limit.
     pub requests_per_minute: u32,
     /// Estimated tokens (prompt characters / 4 + the token cap) per minute; 0 = no limit.
+    #[serde(default)]
     pub tokens_per_minute: u64,
     pub timeout_secs: u64,
     /// Retries per request after the first attempt.
@@ -192,6 +193,7 @@ pub struct RunSettings {
     pub instruction: String,
     pub seed: u64,
     /// Token cap for judge replies (judges always run at temperature 0).
+    #[serde(default = "default_judge_max_tokens")]
     pub judge_max_tokens: u32,
 }
 
