@@ -79,7 +79,7 @@ pub struct Group<I> {
 }
 
 /// Runs `work` over every item of every group, calling `on_result` on the caller's task for
-/// each result as it arrives. Returns when every worker has finished.
+/// each result as it arrives (at most 256 results wait for it; workers then pause). Returns when every worker has finished.
 pub async fn run_groups<I, R, F, Fut>(
     groups: Vec<Group<I>>,
     stop: Arc<Stop>,
@@ -91,7 +91,8 @@ pub async fn run_groups<I, R, F, Fut>(
     F: Fn(I) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = R> + Send,
 {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<R>();
+    // Bounded: fast workers wait for the consumer instead of piling results up in memory.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<R>(256);
     let mut workers = tokio::task::JoinSet::new();
     for group in groups {
         let n = group.concurrency.max(1).min(group.items.len());
@@ -108,7 +109,7 @@ pub async fn run_groups<I, R, F, Fut>(
                         .expect("queue lock is never poisoned")
                         .pop_front();
                     let Some(item) = next else { break };
-                    if tx.send(work(item).await).is_err() {
+                    if tx.send(work(item).await).await.is_err() {
                         break;
                     }
                 }
