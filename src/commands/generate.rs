@@ -136,6 +136,13 @@ struct OutputKey {
     status: Status,
 }
 
+/// Where a record goes in the sorted outputs file.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey {
+    Known(u32, u32),
+    Other(Box<(String, String)>),
+}
+
 /// What this invocation did, accumulated as records arrive (records are not kept).
 #[derive(Debug, Default)]
 struct Invocation {
@@ -166,9 +173,20 @@ fn finish(
     invocation: &Invocation,
 ) -> anyhow::Result<Outcome> {
     let path = run_dir.file(OUTPUTS_FILE);
+    // Known tasks and models sort by their index in id order: the index holds two u32 per
+    // record instead of two strings. Anything else keeps its names and sorts after them.
+    let mut model_ids: Vec<&str> = manifest.models.iter().map(|m| m.id.as_str()).collect();
+    model_ids.sort_unstable();
+    let index_of = |ids: &[&str], id: &str| ids.binary_search(&id).ok().map(|i| i as u32);
+    let task_ids: Vec<&str> = ctx.suite.tasks.iter().map(|t| t.id.as_str()).collect();
     compact_jsonl(&path, |line| {
         let k: OutputKey = serde_json::from_str(line).ok()?;
-        Some((k.task, k.model))
+        Some(
+            match (index_of(&task_ids, &k.task), index_of(&model_ids, &k.model)) {
+                (Some(t), Some(m)) => SortKey::Known(t, m),
+                _ => SortKey::Other(Box::new((k.task, k.model))),
+            },
+        )
     })?;
     let mut tally = GenerationTally::default();
     for_each_jsonl(&path, |r: OutputRecord| tally.add(&r))?;
