@@ -19,6 +19,27 @@ use serde::Deserialize;
 use crate::ranking::{Row, RowOutcome};
 use crate::stats::{BootstrapUnit, Outcome};
 
+/// A fast, non-cryptographic hasher for the name tables (the input is a local file: no
+/// adversary to flood them).
+#[derive(Default)]
+struct FastHash(u64);
+
+impl std::hash::Hasher for FastHash {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHash>>;
+
 /// Size of a block handed to a parsing thread.
 const BLOCK_BYTES: usize = 4 << 20;
 
@@ -56,6 +77,8 @@ struct OwnedRow<'a> {
 /// One parsed block: rows with block-local model and task ids, and the local name tables.
 #[derive(Default)]
 struct Chunk {
+    /// Lines read (an error stops the count at its line).
+    lines: usize,
     rows: Vec<Row>,
     models: Vec<String>,
     tasks: Vec<String>,
@@ -72,7 +95,7 @@ pub fn parse_battles(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
-    let (tx, rx) = sync_channel::<(usize, usize, Vec<u8>)>(threads);
+    let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(threads);
     let rx = Mutex::new(rx);
     let done: Mutex<Vec<(usize, Chunk)>> = Mutex::new(Vec::new());
     let read_result = std::thread::scope(|s| {
@@ -80,17 +103,13 @@ pub fn parse_battles(
             s.spawn(|| {
                 loop {
                     let next = rx.lock().expect("receiver lock").recv();
-                    let Ok((index, first_line, block)) = next else {
-                        break;
-                    };
-                    let chunk = parse_block(&block, first_line, unit);
+                    let Ok((index, block)) = next else { break };
+                    let chunk = parse_block(&block, unit);
                     done.lock().expect("results lock").push((index, chunk));
                 }
             });
         }
-        let sent = send_blocks(&mut reader, |index, first_line, block| {
-            tx.send((index, first_line, block)).is_ok()
-        });
+        let sent = send_blocks(&mut reader, |index, block| tx.send((index, block)).is_ok());
         drop(tx);
         sent
     });
@@ -100,14 +119,13 @@ pub fn parse_battles(
     merge(chunks.into_iter().map(|(_, c)| c))
 }
 
-/// Reads `reader` in blocks that end at a newline and hands each to `send` with its index and
-/// the number of its first line.
+/// Reads `reader` in blocks that end at a newline and hands each to `send` with its index.
 fn send_blocks(
     reader: &mut impl Read,
-    mut send: impl FnMut(usize, usize, Vec<u8>) -> bool,
+    mut send: impl FnMut(usize, Vec<u8>) -> bool,
 ) -> Result<(), BattlesError> {
     let mut carry: Vec<u8> = Vec::new();
-    let (mut index, mut line) = (0usize, 1usize);
+    let mut index = 0usize;
     loop {
         let mut block = std::mem::take(&mut carry);
         let start = block.len();
@@ -125,41 +143,61 @@ fn send_blocks(
         if !eof && let Some(cut) = block.iter().rposition(|&b| b == b'\n') {
             carry = block.split_off(cut + 1);
         }
-        let lines = block.iter().filter(|&&b| b == b'\n').count();
-        if !block.is_empty() && !send(index, line, block) {
+        if !block.is_empty() && !send(index, block) {
             return Ok(());
         }
         index += 1;
-        line += lines;
         if eof && carry.is_empty() {
             return Ok(());
         }
     }
 }
 
-fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
+/// Parses one block. Line numbers in its error are counted from the block's first line (1);
+/// `merge` adds the lines of the blocks before it.
+fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
     let mut chunk = Chunk::default();
-    let mut models: HashMap<&str, u32> = HashMap::new();
-    let mut tasks: HashMap<&str, u32> = HashMap::new();
-    let mut owned_models: HashMap<String, u32> = HashMap::new();
-    let mut owned_tasks: HashMap<String, u32> = HashMap::new();
-    for (i, line) in block.split(|&b| b == b'\n').enumerate() {
+    let mut models: FastMap<&str, u32> = FastMap::default();
+    let mut tasks: FastMap<&str, u32> = FastMap::default();
+    let mut owned_models: FastMap<String, u32> = FastMap::default();
+    let mut owned_tasks: FastMap<String, u32> = FastMap::default();
+    let mut pos = 0;
+    while pos < block.len() {
+        chunk.lines += 1;
+        // The common case: the scanner reads the row in place and stops at its newline.
+        let mut sc = Scanner { s: block, i: pos };
+        if let Some(fields) = sc.object() {
+            sc.blanks();
+            if matches!(sc.peek(), None | Some(b'\n')) {
+                pos = sc.i + 1;
+                if let Err(message) = add_row(&mut chunk, &mut models, &mut tasks, fields, unit) {
+                    chunk.error = Some(BattlesError::Line {
+                        line: chunk.lines,
+                        message,
+                    });
+                    return chunk;
+                }
+                continue;
+            }
+        }
+        let end = block[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(block.len(), |e| pos + e);
+        let line = &block[pos..end];
+        pos = end + 1;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let line_no = first_line + i;
-        let fail = |message: String| BattlesError::Line {
-            line: line_no,
-            message,
-        };
-        let fast = scan_line(line).or_else(|| {
-            serde_json::from_slice::<FastRow>(line)
-                .ok()
-                .map(|r| (r.model_a, r.model_b, r.winner, r.question_id))
-        });
-        let result = match fast {
-            Some(fields) => add_row(&mut chunk, &mut models, &mut tasks, fields, unit),
-            None => match serde_json::from_slice::<OwnedRow>(line) {
+        let result = match serde_json::from_slice::<FastRow>(line) {
+            Ok(r) => add_row(
+                &mut chunk,
+                &mut models,
+                &mut tasks,
+                (r.model_a, r.model_b, r.winner, r.question_id),
+                unit,
+            ),
+            Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
                 Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut owned_tasks, &r, unit),
                 Err(e) => Err(format!(
                     "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
@@ -167,7 +205,10 @@ fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
             },
         };
         if let Err(message) = result {
-            chunk.error = Some(fail(message));
+            chunk.error = Some(BattlesError::Line {
+                line: chunk.lines,
+                message,
+            });
             return chunk;
         }
     }
@@ -175,51 +216,54 @@ fn parse_block(block: &[u8], first_line: usize, unit: BootstrapUnit) -> Chunk {
 }
 
 /// The four fields of a plain line, or `None` to let serde_json decide.
+#[cfg(test)]
 fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
     let mut sc = Scanner { s: line, i: 0 };
-    let mut found: [Option<&str>; 4] = [None; 4];
-    sc.ws();
-    sc.eat(b'{')?;
-    sc.ws();
-    if sc.peek()? != b'}' {
-        loop {
-            sc.ws();
-            let key = sc.plain_string()?;
-            sc.ws();
-            sc.eat(b':')?;
-            sc.ws();
-            let slot = ["model_a", "model_b", "winner", "question_id"]
-                .iter()
-                .position(|k| k.as_bytes() == key);
-            match slot {
-                Some(k) if found[k].is_some() => return None,
-                Some(k) => found[k] = Some(std::str::from_utf8(sc.plain_string()?).ok()?),
-                None => sc.skip_value()?,
-            }
-            sc.ws();
-            match sc.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-    } else {
-        sc.i += 1;
-    }
-    sc.ws();
-    if sc.i != line.len() {
-        return None;
-    }
-    Some((found[0]?, found[1]?, found[2]?, found[3]))
+    let fields = sc.object()?;
+    sc.blanks();
+    (sc.i == line.len()).then_some(fields)
 }
 
-/// A byte cursor over one line.
+/// A byte cursor over a block; it never crosses a newline (JSON whitespace inside a row is
+/// spaces, tabs and carriage returns only).
 struct Scanner<'a> {
     s: &'a [u8],
     i: usize,
 }
 
 impl<'a> Scanner<'a> {
+    /// A flat object with the four fields as plain strings, read in place.
+    fn object(&mut self) -> Option<Fields<'a>> {
+        let mut found: [Option<&'a str>; 4] = [None; 4];
+        self.blanks();
+        self.eat(b'{')?;
+        self.blanks();
+        if self.peek()? == b'}' {
+            return None;
+        }
+        loop {
+            self.blanks();
+            let key = self.plain_string()?;
+            self.blanks();
+            self.eat(b':')?;
+            self.blanks();
+            match ["model_a", "model_b", "winner", "question_id"]
+                .iter()
+                .position(|k| k.as_bytes() == key)
+            {
+                Some(k) if found[k].is_some() => return None,
+                Some(k) => found[k] = Some(std::str::from_utf8(self.plain_string()?).ok()?),
+                None => self.skip_value()?,
+            }
+            self.blanks();
+            match self.next()? {
+                b',' => continue,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        Some((found[0]?, found[1]?, found[2]?, found[3]))
+    }
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
@@ -231,8 +275,8 @@ impl<'a> Scanner<'a> {
     fn eat(&mut self, b: u8) -> Option<()> {
         (self.next()? == b).then_some(())
     }
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+    fn blanks(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r')) {
             self.i += 1;
         }
     }
@@ -262,6 +306,7 @@ impl<'a> Scanner<'a> {
                             depth += 1;
                             self.i += 1;
                         }
+                        b'\n' => return None,
                         b'}' | b']' => {
                             depth -= 1;
                             self.i += 1;
@@ -317,14 +362,14 @@ fn outcome_of(winner: &str) -> Result<Outcome, String> {
     }
 }
 
-fn intern<'a>(table: &mut HashMap<&'a str, u32>, names: &mut Vec<String>, name: &'a str) -> u32 {
+fn intern<'a>(table: &mut FastMap<&'a str, u32>, names: &mut Vec<String>, name: &'a str) -> u32 {
     *table.entry(name).or_insert_with(|| {
         names.push(name.to_string());
         names.len() as u32 - 1
     })
 }
 
-fn intern_owned(table: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
+fn intern_owned(table: &mut FastMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
     if let Some(&i) = table.get(name) {
         return i;
     }
@@ -366,8 +411,8 @@ fn check_row(
 
 fn add_row<'a>(
     chunk: &mut Chunk,
-    models: &mut HashMap<&'a str, u32>,
-    tasks: &mut HashMap<&'a str, u32>,
+    models: &mut FastMap<&'a str, u32>,
+    tasks: &mut FastMap<&'a str, u32>,
     (model_a, model_b, winner, question): Fields<'a>,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
@@ -386,8 +431,8 @@ fn add_row<'a>(
 
 fn add_owned(
     chunk: &mut Chunk,
-    models: &mut HashMap<String, u32>,
-    tasks: &mut HashMap<String, u32>,
+    models: &mut FastMap<String, u32>,
+    tasks: &mut FastMap<String, u32>,
     r: &OwnedRow,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
@@ -420,6 +465,7 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
     let mut model_ids: HashMap<String, u32> = HashMap::new();
     let mut task_ids: HashMap<String, u32> = HashMap::new();
     let mut rows = Vec::new();
+    let mut lines_before = 0;
     for chunk in chunks {
         let model_map: Vec<u32> = chunk
             .models
@@ -449,8 +495,15 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
                 task_map[r.task as usize]
             },
         }));
-        if let Some(e) = chunk.error {
-            return Err(e);
+        match chunk.error {
+            Some(BattlesError::Line { line, message }) => {
+                return Err(BattlesError::Line {
+                    line: lines_before + line,
+                    message,
+                });
+            }
+            Some(e) => return Err(e),
+            None => lines_before += chunk.lines,
         }
     }
     Ok((models, rows))

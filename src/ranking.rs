@@ -99,7 +99,10 @@ pub fn rank(
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
-    let mut builder = BootstrapInputBuilder::new(n);
+    let mut builder = match params.unit {
+        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
+        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
+    };
     let mut tally = vec![[0u64; 5]; n]; // wins, losses, ties, both_bad, failed
     let (mut rated, mut both_bad, mut failed) = (0u64, 0u64, 0u64);
     for r in rows {

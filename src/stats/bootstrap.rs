@@ -25,6 +25,9 @@ pub const DEFAULT_RESAMPLES: usize = 1000;
 /// convergence the remaining error is of order its square (~1e-8 θ, ~1e-6 rating points),
 /// far below the resampling noise the intervals describe (checked by a test).
 const RESAMPLE_STEP_TOL: f64 = 1e-4;
+/// Step size at which the chord refinement of a resample stops (its steps shrink
+/// geometrically, so the remaining error is a small multiple of the last step).
+const CHORD_STEP_TOL: f64 = 1e-10;
 
 /// What a bootstrap resample draws with replacement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -70,6 +73,9 @@ pub fn bootstrap(
     check_prior(prior)?;
     if resamples == 0 {
         return Err(StatsError::NoResamples);
+    }
+    if unit == BootstrapUnit::Task && !input.has_tasks() {
+        return Err(StatsError::NoTaskData);
     }
     let p = input.n_models();
     let start = checked_start(&full_fit.theta, p)?;
@@ -174,11 +180,19 @@ fn run_block(
             .zip(theta_rows.chunks_mut(p))
             .zip(win_rows.chunks_mut(p));
         for ((data, th), wr) in fits {
-            match &job.linearised {
-                Some(linearised) => linearised.start(pairs, data, th),
-                None => th.copy_from_slice(job.start),
+            let refined = match &job.linearised {
+                Some(linearised) => {
+                    linearised.start(pairs, data, th);
+                    linearised.refine(&mut newton, pairs, data, th, CHORD_STEP_TOL)
+                }
+                None => false,
+            };
+            if !refined {
+                if job.linearised.is_none() {
+                    th.copy_from_slice(job.start);
+                }
+                newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
             }
-            newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
             win_rates_into(th, wr, &mut expo);
         }
     }

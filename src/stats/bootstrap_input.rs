@@ -31,6 +31,8 @@ pub struct BootstrapInput {
     cells: CellSampler,
     /// Distinct tasks.
     n_tasks: usize,
+    /// Whether per-task cells were kept (see [`BootstrapInputBuilder::comparisons_only`]).
+    has_tasks: bool,
     /// Active pair (slot) `k` owns `task_entries[slot_start[k]..slot_start[k + 1]]`.
     slot_start: Vec<usize>,
     task_entries: Vec<TaskEntry>,
@@ -79,6 +81,11 @@ impl BootstrapInput {
     /// Distinct tasks (the size of a task-level resample).
     pub fn n_tasks(&self) -> usize {
         self.n_tasks
+    }
+
+    /// Whether this input can be resampled by task.
+    pub fn has_tasks(&self) -> bool {
+        self.has_tasks
     }
 
     /// Distinct comparison cells (the cost of one comparison-level resample).
@@ -192,6 +199,7 @@ pub struct BootstrapInputBuilder {
     counts: PairCounts,
     /// One key per row: (task, 4·pair index + cell), cell 3 meaning both bad.
     keys: Vec<(usize, u64)>,
+    keep_tasks: bool,
 }
 
 impl BootstrapInputBuilder {
@@ -200,6 +208,16 @@ impl BootstrapInputBuilder {
         BootstrapInputBuilder {
             counts: PairCounts::new(n_models),
             keys: Vec::new(),
+            keep_tasks: true,
+        }
+    }
+
+    /// A builder that keeps only the per-pair counts: constant memory per row and no sort,
+    /// for the comparison bootstrap. The result cannot be resampled by task.
+    pub fn comparisons_only(n_models: usize) -> BootstrapInputBuilder {
+        BootstrapInputBuilder {
+            keep_tasks: false,
+            ..BootstrapInputBuilder::new(n_models)
         }
     }
 
@@ -214,8 +232,10 @@ impl BootstrapInputBuilder {
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.counts.n_models(), a, b, outcome)?;
         self.counts.add(a, b, outcome)?;
-        self.keys
-            .push((task, 4 * pair as u64 + cell.unwrap_or(3) as u64));
+        if self.keep_tasks {
+            self.keys
+                .push((task, 4 * pair as u64 + cell.unwrap_or(3) as u64));
+        }
         Ok(())
     }
 
@@ -223,7 +243,11 @@ impl BootstrapInputBuilder {
     pub fn build(mut self) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
         let (cell_slot, cell_win, weights) = comparison_cells(&self.counts, &active);
-        let (n_tasks, slot_start, task_entries) = task_cells(&mut self.keys, &active);
+        let (n_tasks, slot_start, task_entries) = if self.keep_tasks {
+            task_cells(&mut self.keys, &active)
+        } else {
+            (0, vec![0; active.models.len() + 1], Vec::new())
+        };
         BootstrapInput {
             cells: CellSampler::new(&weights),
             counts: self.counts,
@@ -231,6 +255,7 @@ impl BootstrapInputBuilder {
             cell_slot,
             cell_win,
             n_tasks,
+            has_tasks: self.keep_tasks,
             slot_start,
             task_entries,
         }

@@ -268,3 +268,38 @@ fn resample_fits_match_fully_converged_fits() {
         }
     }
 }
+
+#[test]
+fn comparisons_only_input_gives_the_same_comparison_bootstrap_and_refuses_tasks() {
+    use crate::stats::BootstrapInputBuilder;
+    let rows: Vec<(usize, usize, Outcome, usize)> = (0..300)
+        .map(|k| {
+            let o = [
+                Outcome::AWins,
+                Outcome::BWins,
+                Outcome::Tie,
+                Outcome::BothBad,
+            ][k % 4];
+            (
+                k % 3,
+                (k + 1) % 3,
+                if k % 7 == 0 { Outcome::AWins } else { o },
+                k % 11,
+            )
+        })
+        .collect();
+    let full = BootstrapInput::from_rows(3, rows.iter().copied()).expect("valid");
+    let mut lean = BootstrapInputBuilder::comparisons_only(3);
+    for &(a, b, o, t) in &rows {
+        lean.add(a, b, o, t).expect("valid");
+    }
+    let lean = lean.build();
+    let fit = fit_bradley_terry(full.counts(), 0.1, None).expect("fit");
+    let x = bootstrap(&full, BootstrapUnit::Comparison, 0.1, 200, 3, 2, &fit).expect("boot");
+    let y = bootstrap(&lean, BootstrapUnit::Comparison, 0.1, 200, 3, 2, &fit).expect("boot");
+    assert_eq!(x, y);
+    assert_eq!(
+        bootstrap(&lean, BootstrapUnit::Task, 0.1, 200, 3, 2, &fit),
+        Err(StatsError::NoTaskData)
+    );
+}

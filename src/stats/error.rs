@@ -65,4 +65,7 @@ pub enum StatsError {
         /// Iterations performed.
         iterations: usize,
     },
+    /// A task bootstrap was asked of an input built without per-task cells.
+    #[error("this input was aggregated without tasks, so it cannot be resampled by task")]
+    NoTaskData,
 }
