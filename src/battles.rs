@@ -363,10 +363,13 @@ fn outcome_of(winner: &str) -> Result<Outcome, String> {
 }
 
 fn intern<'a>(table: &mut FastMap<&'a str, u32>, names: &mut Vec<String>, name: &'a str) -> u32 {
-    *table.entry(name).or_insert_with(|| {
-        names.push(name.to_string());
-        names.len() as u32 - 1
-    })
+    if let Some(&i) = table.get(name) {
+        return i;
+    }
+    names.push(name.to_string());
+    let i = names.len() as u32 - 1;
+    table.insert(name, i);
+    i
 }
 
 fn intern_owned(table: &mut FastMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
