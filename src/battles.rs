@@ -157,8 +157,8 @@ fn send_blocks(
 /// `merge` adds the lines of the blocks before it.
 fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
     let mut chunk = Chunk::default();
-    let mut models: FastMap<&str, u32> = FastMap::default();
-    let mut tasks: FastMap<&str, u32> = FastMap::default();
+    let mut models: FastMap<&[u8], u32> = FastMap::default();
+    let mut tasks: FastMap<&[u8], u32> = FastMap::default();
     let mut owned_models: FastMap<String, u32> = FastMap::default();
     let mut owned_tasks: FastMap<String, u32> = FastMap::default();
     let mut pos = 0;
@@ -194,7 +194,12 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                 &mut chunk,
                 &mut models,
                 &mut tasks,
-                (r.model_a, r.model_b, r.winner, r.question_id),
+                (
+                    r.model_a.as_bytes(),
+                    r.model_b.as_bytes(),
+                    r.winner.as_bytes(),
+                    r.question_id.map(str::as_bytes),
+                ),
                 unit,
             ),
             Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
@@ -234,7 +239,7 @@ struct Scanner<'a> {
 impl<'a> Scanner<'a> {
     /// A flat object with the four fields as plain strings, read in place.
     fn object(&mut self) -> Option<Fields<'a>> {
-        let mut found: [Option<&'a str>; 4] = [None; 4];
+        let mut found: [Option<&'a [u8]>; 4] = [None; 4];
         self.blanks();
         self.eat(b'{')?;
         self.blanks();
@@ -252,7 +257,7 @@ impl<'a> Scanner<'a> {
                 .position(|k| k.as_bytes() == key)
             {
                 Some(k) if found[k].is_some() => return None,
-                Some(k) => found[k] = Some(std::str::from_utf8(self.plain_string()?).ok()?),
+                Some(k) => found[k] = Some(self.plain_string()?),
                 None => self.skip_value()?,
             }
             self.blanks();
@@ -350,26 +355,32 @@ impl<'a> Scanner<'a> {
     }
 }
 
-fn outcome_of(winner: &str) -> Result<Outcome, String> {
+fn outcome_of(winner: &[u8]) -> Result<Outcome, String> {
     match winner {
-        "model_a" => Ok(Outcome::AWins),
-        "model_b" => Ok(Outcome::BWins),
-        "tie" => Ok(Outcome::Tie),
-        "tie (bothbad)" | "both_bad" => Ok(Outcome::BothBad),
+        b"model_a" => Ok(Outcome::AWins),
+        b"model_b" => Ok(Outcome::BWins),
+        b"tie" => Ok(Outcome::Tie),
+        b"tie (bothbad)" | b"both_bad" => Ok(Outcome::BothBad),
         other => Err(format!(
-            "unknown winner `{other}` (expected model_a, model_b, tie or \"tie (bothbad)\")"
+            "unknown winner `{}` (expected model_a, model_b, tie or \"tie (bothbad)\")",
+            String::from_utf8_lossy(other)
         )),
     }
 }
 
-fn intern<'a>(table: &mut FastMap<&'a str, u32>, names: &mut Vec<String>, name: &'a str) -> u32 {
+fn intern<'a>(
+    table: &mut FastMap<&'a [u8], u32>,
+    names: &mut Vec<String>,
+    name: &'a [u8],
+) -> Result<u32, String> {
     if let Some(&i) = table.get(name) {
-        return i;
+        return Ok(i);
     }
-    names.push(name.to_string());
+    let text = std::str::from_utf8(name).map_err(|_| "a name is not valid UTF-8".to_string())?;
+    names.push(text.to_string());
     let i = names.len() as u32 - 1;
     table.insert(name, i);
-    i
+    Ok(i)
 }
 
 fn intern_owned(table: &mut FastMap<String, u32>, names: &mut Vec<String>, name: &str) -> u32 {
@@ -388,20 +399,24 @@ fn intern_owned(table: &mut FastMap<String, u32>, names: &mut Vec<String>, name:
     i
 }
 
-type Fields<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
+/// model_a, model_b, winner, question_id as raw bytes (checked as UTF-8 when first interned).
+type Fields<'a> = (&'a [u8], &'a [u8], &'a [u8], Option<&'a [u8]>);
 
 /// Checks a row's fields: the winner, two different models, a question id when the task
 /// bootstrap needs one.
 fn check_row(
-    winner: &str,
-    a: &str,
-    b: &str,
+    winner: &[u8],
+    a: &[u8],
+    b: &[u8],
     has_question: bool,
     unit: BootstrapUnit,
 ) -> Result<Outcome, String> {
     let outcome = outcome_of(winner)?;
     if a == b {
-        return Err(format!("model `{a}` is compared with itself"));
+        return Err(format!(
+            "model `{}` is compared with itself",
+            String::from_utf8_lossy(a)
+        ));
     }
     if !has_question && unit == BootstrapUnit::Task {
         return Err(
@@ -414,15 +429,18 @@ fn check_row(
 
 fn add_row<'a>(
     chunk: &mut Chunk,
-    models: &mut FastMap<&'a str, u32>,
-    tasks: &mut FastMap<&'a str, u32>,
+    models: &mut FastMap<&'a [u8], u32>,
+    tasks: &mut FastMap<&'a [u8], u32>,
     (model_a, model_b, winner, question): Fields<'a>,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
     let outcome = check_row(winner, model_a, model_b, question.is_some(), unit)?;
-    let a = intern(models, &mut chunk.models, model_a);
-    let b = intern(models, &mut chunk.models, model_b);
-    let task = question.map_or(u32::MAX, |q| intern(tasks, &mut chunk.tasks, q));
+    let a = intern(models, &mut chunk.models, model_a)?;
+    let b = intern(models, &mut chunk.models, model_b)?;
+    let task = match question {
+        Some(q) => intern(tasks, &mut chunk.tasks, q)?,
+        None => u32::MAX,
+    };
     chunk.rows.push(Row {
         a,
         b,
@@ -440,9 +458,9 @@ fn add_owned(
     unit: BootstrapUnit,
 ) -> Result<(), String> {
     let outcome = check_row(
-        &r.winner,
-        &r.model_a,
-        &r.model_b,
+        r.winner.as_bytes(),
+        r.model_a.as_bytes(),
+        r.model_b.as_bytes(),
         r.question_id.is_some(),
         unit,
     )?;
@@ -540,10 +558,12 @@ mod tests {
     #[test]
     fn scanner_takes_plain_lines_and_defers_the_rest() {
         let plain = br#"{"judge":"j","model_a":"x","meta":{"a":[1,2,{"b":"}"}],"c":"q\"}"},"model_b":"y","n":-1.5e3,"ok":true,"winner":"tie","question_id":"q9"}"#;
-        assert_eq!(scan_line(plain), Some(("x", "y", "tie", Some("q9"))));
+        let plain_fields: Fields = (b"x", b"y", b"tie", Some(b"q9"));
+        assert_eq!(scan_line(plain), Some(plain_fields));
+        let no_question: Fields = (b"x", b"y", b"tie", None);
         assert_eq!(
             scan_line(br#"{"model_a":"x","model_b":"y","winner":"tie"}"#),
-            Some(("x", "y", "tie", None))
+            Some(no_question)
         );
         for deferred in [
             &br#"{"model_a":"x\u0041","model_b":"y","winner":"tie"}"#[..],
@@ -582,6 +602,17 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_name_is_an_error() {
+        let mut line = br#"{"model_a":"x"#.to_vec();
+        line.push(0xff);
+        line.extend_from_slice(br#"","model_b":"y","winner":"tie"}"#);
+        let e = parse_battles(&line[..], BootstrapUnit::Comparison)
+            .expect_err("bad utf-8")
+            .to_string();
+        assert!(e.starts_with("line 1:"), "{e}");
     }
 
     #[test]
