@@ -1,0 +1,137 @@
+
+use super::*;
+
+fn parse(text: &str, unit: BootstrapUnit) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+    parse_battles(text.as_bytes(), unit)
+}
+
+#[test]
+fn rows_in_file_order_with_interned_names() {
+    let text = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\",\"question_id\":\"q1\",\"judge\":\"j\"}\n\
+                    \n\
+                    {\"winner\":\"tie (bothbad)\",\"model_b\":\"x\",\"model_a\":\"z\\u0041\",\"question_id\":\"q2\"}\n\
+                    {\"model_a\":\"y\",\"model_b\":\"zA\",\"winner\":\"tie\",\"question_id\":\"q1\"}";
+    let (models, rows) = parse(text, BootstrapUnit::Task).expect("valid");
+    assert_eq!(
+        models,
+        ["x", "y", "zA"],
+        "an escaped name equals its plain form"
+    );
+    let r: Vec<(u32, u32, u32)> = rows.iter().map(|r| (r.a, r.b, r.task)).collect();
+    assert_eq!(r, [(0, 1, 0), (2, 0, 1), (1, 2, 0)]);
+    assert_eq!(rows[1].outcome, RowOutcome::Rated(Outcome::BothBad));
+}
+
+#[test]
+fn scanner_takes_plain_lines_and_defers_the_rest() {
+    let plain = br#"{"judge":"j","model_a":"x","meta":{"a":[1,2,{"b":"}"}],"c":"q\"}"},"model_b":"y","n":-1.5e3,"ok":true,"winner":"tie","question_id":"q9"}"#;
+    let plain_fields: Fields = (b"x", b"y", b"tie", Some(b"q9"));
+    assert_eq!(scan_line(plain), Some(plain_fields));
+    let no_question: Fields = (b"x", b"y", b"tie", None);
+    assert_eq!(
+        scan_line(br#"{"model_a":"x","model_b":"y","winner":"tie"}"#),
+        Some(no_question)
+    );
+    for deferred in [
+        &br#"{"model_a":"x\u0041","model_b":"y","winner":"tie"}"#[..],
+        br#"{"model_a":"x","model_b":"y","winner":"tie","question_id":null}"#,
+        br#"{"model_a":"x","model_b":"y","winner":"tie","n":tru}"#,
+        br#"{"model_a":"x","model_a":"y","winner":"tie","model_b":"z"}"#,
+        br#"{"model_a":"x","model_b":"y","winner":"tie"} trailing"#,
+        br#"{"model_a":"x","model_b":"y"}"#,
+        b"[1,2]",
+    ] {
+        assert_eq!(
+            scan_line(deferred),
+            None,
+            "{}",
+            String::from_utf8_lossy(deferred)
+        );
+    }
+    // serde_json then decides: an escape is fine, a duplicate field is an error.
+    let (models, _) = parse(
+        r#"{"model_a":"x\u0041","model_b":"y","winner":"tie","question_id":null}"#,
+        BootstrapUnit::Comparison,
+    )
+    .expect("valid");
+    assert_eq!(models, ["xA", "y"]);
+    assert!(
+        parse(
+            r#"{"model_a":"x","model_a":"y","winner":"tie","model_b":"z"}"#,
+            BootstrapUnit::Comparison
+        )
+        .is_err()
+    );
+    assert!(
+        parse(
+            r#"{"model_a":"x","model_b":"y","winner":"tie","n":tru}"#,
+            BootstrapUnit::Comparison
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn invalid_utf8_in_a_name_is_an_error() {
+    let mut line = br#"{"model_a":"x"#.to_vec();
+    line.push(0xff);
+    line.extend_from_slice(br#"","model_b":"y","winner":"tie"}"#);
+    let e = parse_battles(&line[..], BootstrapUnit::Comparison)
+        .expect_err("bad utf-8")
+        .to_string();
+    assert!(e.starts_with("line 1:"), "{e}");
+}
+
+#[test]
+fn errors_name_the_line() {
+    let bad = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"a\"}\n";
+    let e = parse(bad, BootstrapUnit::Comparison)
+        .expect_err("bad winner")
+        .to_string();
+    assert!(e.starts_with("line 2: unknown winner `a`"), "{e}");
+    let e = parse(
+        "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}\n",
+        BootstrapUnit::Task,
+    )
+    .expect_err("no qid");
+    assert!(e.to_string().starts_with("line 1: no question_id"), "{e}");
+    let e = parse("not json\n", BootstrapUnit::Comparison)
+        .expect_err("json")
+        .to_string();
+    assert!(e.starts_with("line 1: not a battle row"), "{e}");
+    let e = parse(
+        "{\"model_a\":\"x\",\"model_b\":\"x\",\"winner\":\"tie\"}",
+        BootstrapUnit::Comparison,
+    )
+    .expect_err("self");
+    assert!(e.to_string().contains("compared with itself"));
+}
+
+#[test]
+fn many_blocks_match_one_pass() {
+    // Large enough to span several blocks and threads.
+    let mut text = String::new();
+    for i in 0..200_000u32 {
+        let (a, b) = (i % 37, (i * 7 + 1) % 37);
+        let b = if a == b { (b + 1) % 37 } else { b };
+        let w = ["model_a", "model_b", "tie", "tie (bothbad)"][(i % 4) as usize];
+        text.push_str(&format!("{{\"model_a\":\"m{a}\",\"model_b\":\"m{b}\",\"winner\":\"{w}\",\"question_id\":\"q{}\"}}\n", i % 101));
+    }
+    assert!(text.len() > 3 * BLOCK_BYTES);
+    let (models, rows) = parse(&text, BootstrapUnit::Task).expect("valid");
+    assert_eq!(rows.len(), 200_000);
+    for (i, r) in rows.iter().enumerate().step_by(997) {
+        let i = i as u32;
+        let a = i % 37;
+        let b = (i * 7 + 1) % 37;
+        let b = if a == b { (b + 1) % 37 } else { b };
+        assert_eq!(models[r.a as usize], format!("m{a}"));
+        assert_eq!(models[r.b as usize], format!("m{b}"));
+    }
+    let mut bad = text.clone();
+    bad.push_str("{\"model_a\":\"m1\",\"model_b\":\"m2\",\"winner\":\"nobody\"}\n");
+    let e = parse(&bad, BootstrapUnit::Comparison)
+        .expect_err("bad last line")
+        .to_string();
+    assert!(e.starts_with("line 200001:"), "{e}");
+}
