@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn parse(text: &str, unit: BootstrapUnit) -> Result<(Vec<String>, Vec<Row>), BattlesError> {

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::verdict::{Verdict, parse_verdict};
 use proptest::prelude::*;

@@ -9,4 +9,5 @@ mod compare;
 mod faults;
 mod generate;
 mod label;
+mod live;
 mod rank;
