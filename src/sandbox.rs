@@ -147,6 +147,40 @@ const MAX_OPEN_FILES: u64 = 256;
 /// Written to stderr by the launcher right before it `exec`s the check.
 const LAUNCH_MARKER: &[u8] = b"\x1ejudge-sandbox:launched\x1e\n";
 
+/// Written to stderr by the runner after `check.py` ran to its end (and only then).
+const FINISH_MARKER: &[u8] = b"\x1ejudge-sandbox:finished\x1e\n";
+
+/// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
+/// to its end. A check passes only by running to its end: `SystemExit(0)` (from the check or
+/// from the solution, e.g. a module-level `sys.exit(main())`) is a failure, and an exit that
+/// skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
+const RUNNER: &str = r#"import os, runpy, sys, traceback
+sys.argv = ['check.py']
+sys.path.insert(0, os.getcwd())
+code = 1
+try:
+    runpy.run_path('check.py', run_name='__main__')
+    code = 0
+except SystemExit as e:
+    c = e.code
+    if c is None or c == 0:
+        sys.stderr.write('judge: check.py did not run to its end: SystemExit(%r) was raised by the check or the solution; a check passes by running to its end\n' % (c,))
+    elif isinstance(c, int):
+        code = c if 0 < c < 256 else 1
+    else:
+        sys.stderr.write('%s\n' % (c,))
+except BaseException:
+    traceback.print_exc()
+try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+except BaseException:
+    pass
+if code == 0:
+    os.write(2, FINISHED)
+os._exit(code)
+"#;
+
 /// Exit status of the launcher when it cannot set the limits or `exec`.
 const LAUNCHER_FAILED: i32 = 125;
 
@@ -527,7 +561,11 @@ fn run_check_in(
     );
 
     let (exit_code, signal) = decode_status(status, bwrap.is_some() && !timed_out);
-    let result = classify(
+    let (mut stderr_tail, finished) = match err.text.strip_suffix(finish_marker_text()) {
+        Some(rest) => (rest.to_string(), true),
+        None => (err.text, false),
+    };
+    let mut result = classify(
         timed_out,
         launched,
         exit_code,
@@ -535,7 +573,12 @@ fn run_check_in(
         policy.cpu_secs,
         duration_ms,
     );
-    let mut stderr_tail = err.text;
+    if result == CheckResult::Pass && !finished {
+        result = CheckResult::Fail;
+        stderr_tail.push_str(
+            "\njudge: the process exited with status 0 before check.py ran to its end (os._exit in the solution?)\n",
+        );
+    }
     if !launched && !timed_out {
         stderr_tail.push_str(&format!(
             "\njudge: python did not start inside the {sandbox} sandbox (status {status})\n"
@@ -549,7 +592,12 @@ fn run_check_in(
         stdout_tail: out.text,
         stderr_tail,
         stdout_bytes: out.total,
-        stderr_bytes: err.total,
+        stderr_bytes: err.total
+            - if finished {
+                FINISH_MARKER.len() as u64
+            } else {
+                0
+            },
         sandbox,
     })
 }
@@ -564,6 +612,11 @@ fn decode_status(status: ExitStatus, bwrap_encoded: bool) -> (Option<i32>, Optio
         Some(code) if bwrap_encoded && (129..=192).contains(&code) => (None, Some(code - 128)),
         code => (code, None),
     }
+}
+
+/// The finish marker as text (it is ASCII).
+fn finish_marker_text() -> &'static str {
+    std::str::from_utf8(FINISH_MARKER).expect("the finish marker is ASCII")
 }
 
 /// SIGKILL.
@@ -612,8 +665,22 @@ fn launcher_args(policy: &SandboxPolicy, nproc: u64) -> Vec<OsString> {
         args.push(n.to_string().into());
     }
     args.push(policy.python.clone().into());
-    args.push("check.py".into());
+    args.push("-c".into());
+    args.push(
+        RUNNER_SOURCE
+            .get_or_init(|| RUNNER.replace("FINISHED", &bytes_literal(FINISH_MARKER)))
+            .into(),
+    );
     args
+}
+
+/// [`RUNNER`] with the finish marker spelled in.
+static RUNNER_SOURCE: OnceLock<String> = OnceLock::new();
+
+/// A Python bytes literal for `bytes`.
+fn bytes_literal(bytes: &[u8]) -> String {
+    let escaped: String = bytes.iter().map(|b| format!("\\x{b:02x}")).collect();
+    format!("b'{escaped}'")
 }
 
 /// [`LAUNCHER`] with the marker spelled in.
@@ -621,11 +688,7 @@ static LAUNCHER_SOURCE: OnceLock<String> = OnceLock::new();
 
 /// Build the launcher's source: `MARKER` becomes a bytes literal.
 fn launcher_source() -> String {
-    let literal: String = LAUNCH_MARKER
-        .iter()
-        .map(|b| format!("\\x{b:02x}"))
-        .collect();
-    let source = LAUNCHER.replace("MARKER", &format!("b'{literal}'"));
+    let source = LAUNCHER.replace("MARKER", &bytes_literal(LAUNCH_MARKER));
     debug_assert!(source.contains(&format!("_exit({LAUNCHER_FAILED})")));
     source
 }

@@ -287,17 +287,19 @@ fn launcher_source_embeds_the_marker() {
         .collect();
     assert_eq!(args[0], "-c");
     assert_eq!(
-        &args[2..],
+        &args[2..8],
         [
             "10",
             "536870912",
             "16777216",
             "64",
             "256",
-            "/usr/bin/python3",
-            "check.py"
+            "/usr/bin/python3"
         ]
     );
+    assert_eq!(args[8], "-c");
+    assert!(args[9].contains("runpy.run_path('check.py'") && !args[9].contains("FINISHED"));
+    assert_eq!(args.len(), 10);
 }
 
 #[test]
@@ -776,4 +778,47 @@ fn bwrap_runs_unprivileged_without_nested_namespaces() {
         .find(|l| l.starts_with("pids"))
         .unwrap();
     assert!(pids.len() < 40, "{pids}");
+}
+
+#[test]
+fn exiting_with_status_zero_is_not_a_pass() {
+    let check = "from solution import add\nassert add(2, 3) == 5\nprint('ok')\n";
+    let cases = [
+        (
+            "module-level sys.exit",
+            "import sys\ndef add(a, b):\n    return a + b\nsys.exit(0)\n",
+        ),
+        (
+            "module-level exit(main())",
+            "def main():\n    return 0\ndef add(a, b):\n    return 0\nraise SystemExit(main())\n",
+        ),
+        ("os._exit at import", "import os\nos._exit(0)\n"),
+        (
+            "sys.exit inside the function",
+            "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+        ),
+    ];
+    for mode in modes() {
+        let p = policy(mode);
+        for (name, solution) in cases {
+            let r = run(&p, check, solution);
+            assert_eq!(r.result, CheckResult::Fail, "{mode:?} {name}: {r:?}");
+            assert!(
+                r.stderr_tail.contains("judge:"),
+                "{mode:?} {name}: the reason is kept: {r:?}"
+            );
+        }
+        let explicit = run(&p, "import sys\nimport solution\nsys.exit(3)\n", "x = 1\n");
+        assert_eq!(
+            (explicit.result, explicit.exit_code),
+            (CheckResult::Fail, Some(3)),
+            "{mode:?}"
+        );
+        let fine = run(&p, check, "def add(a, b):\n    return a + b\n");
+        assert_eq!(fine.result, CheckResult::Pass, "{mode:?}: {fine:?}");
+        assert_eq!(
+            fine.stderr_tail, "",
+            "{mode:?}: the finish marker is stripped"
+        );
+    }
 }
