@@ -1,7 +1,8 @@
 //! Benchmark of `judge rank --comparisons` at 1000 resamples on synthetic battles (ties and
 //! both-bad rows included): 10k × 20, 100k × 50 and 1M × 100 (rows × models). Reports the
-//! parse-only time (in process), the whole command's wall time and its peak memory (via
-//! `/usr/bin/time`), best of three. Run with `cargo bench --bench rank`.
+//! parse-only time of judge's parser and of a plain one-thread serde_json read (in process), the
+//! whole command's wall time and its peak memory (via `/usr/bin/time`), best of three.
+//! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
 use std::path::Path;
@@ -47,6 +48,26 @@ fn write_battles(path: &Path, rows: usize, models: usize) {
     }
 }
 
+/// The plain way to read and parse the file: line by line with serde_json, one thread.
+fn serde_parse(path: &Path) -> usize {
+    #[derive(serde::Deserialize)]
+    struct Battle {
+        #[expect(dead_code, reason = "parsed to measure parsing; not used")]
+        model_a: String,
+        #[expect(dead_code, reason = "parsed to measure parsing; not used")]
+        model_b: String,
+        #[expect(dead_code, reason = "parsed to measure parsing; not used")]
+        winner: String,
+        #[expect(dead_code, reason = "parsed to measure parsing; not used")]
+        question_id: Option<String>,
+    }
+    use std::io::BufRead;
+    let f = std::io::BufReader::new(std::fs::File::open(path).expect("open"));
+    f.lines()
+        .map(|l| serde_json::from_str::<Battle>(&l.expect("line")).expect("row"))
+        .count()
+}
+
 fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::INFINITY;
     let mut last = None;
@@ -64,8 +85,15 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("judge-rank-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
-        "{:>10} {:>7} {:>11} {:>11} {:>12} {:>9}",
-        "rows", "models", "parse (s)", "rank (s)", "rank/parse", "peak MB"
+        "{:>10} {:>7} {:>11} {:>11} {:>11} {:>12} {:>12} {:>9}",
+        "rows",
+        "models",
+        "parse (s)",
+        "serde (s)",
+        "rank (s)",
+        "rank/parse",
+        "rank/serde",
+        "peak MB"
     );
     for (rows, models) in [(10_000, 20), (100_000, 50), (1_000_000, 100)] {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
@@ -75,6 +103,8 @@ fn main() {
             parse_battles(f, BootstrapUnit::Comparison).expect("parse")
         });
         assert_eq!(parsed.1.len(), rows);
+        let (serde_s, n) = best_of(3, || serde_parse(&path));
+        assert_eq!(n, rows);
         let mut best_wall = f64::INFINITY;
         let mut peak_kb = 0u64;
         for _ in 0..3 {
@@ -102,8 +132,9 @@ fn main() {
             peak_kb = peak_kb.max(kb);
         }
         println!(
-            "{rows:>10} {models:>7} {parse_s:>11.3} {best_wall:>11.2} {:>12.2} {:>9.1}",
+            "{rows:>10} {models:>7} {parse_s:>11.3} {serde_s:>11.3} {best_wall:>11.2} {:>12.2} {:>12.2} {:>9.1}",
             best_wall / parse_s,
+            best_wall / serde_s,
             peak_kb as f64 / 1024.0
         );
     }
