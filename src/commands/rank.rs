@@ -92,19 +92,27 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     }
     let board = Leaderboard::new(input.header, fitted);
     if let Some(dir) = &run_dir {
-        for (ext, format) in [
-            ("json", Format::Json),
-            ("csv", Format::Csv),
-            ("md", Format::Md),
-        ] {
-            let name = if args.from_labels {
-                format!("labels/leaderboard.{ext}")
-            } else {
-                format!("leaderboard.{ext}")
-            };
-            let path = dir.file(&name);
-            crate::cache::write_atomic(&path, &render_leaderboard(&board, format))
-                .with_context(|| format!("failed to write `{}`", path.display()))?;
+        // The latest rank of the run, and one copy per judge that survives ranking another.
+        let judge_file = board
+            .header
+            .judge
+            .as_deref()
+            .map(|j| j.replace(['/', ':', '\\'], "_"));
+        let names: Vec<String> = match (args.from_labels, judge_file) {
+            (true, _) => vec!["labels/leaderboard".into()],
+            (false, Some(j)) => vec!["leaderboard".into(), format!("leaderboards/{j}")],
+            (false, None) => vec!["leaderboard".into()],
+        };
+        for name in names {
+            for (ext, format) in [
+                ("json", Format::Json),
+                ("csv", Format::Csv),
+                ("md", Format::Md),
+            ] {
+                let path = dir.file(&format!("{name}.{ext}"));
+                crate::cache::write_atomic(&path, &render_leaderboard(&board, format))
+                    .with_context(|| format!("failed to write `{}`", path.display()))?;
+            }
         }
     }
     write_stdout_or_file(
