@@ -1,5 +1,10 @@
 use super::*;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Solution-side check: `import solution` runs the attack at import time.
 const IMPORT_ONLY: &str = "import solution\n";

@@ -1,0 +1,321 @@
+//! Building the sandboxed command: the Python launcher (rlimits) and runner (check.py to its
+//! end), and the bwrap / setpriv / plain command lines.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use super::*;
+
+/// `RLIMIT_NOFILE` for the sandboxed process.
+pub(super) const MAX_OPEN_FILES: u64 = 256;
+
+/// Written to stderr by the launcher right before it `exec`s the check.
+pub(super) const LAUNCH_MARKER: &[u8] = b"\x1ejudge-sandbox:launched\x1e\n";
+
+/// Written to stderr by the runner after `check.py` ran to its end (and only then).
+pub(super) const FINISH_MARKER: &[u8] = b"\x1ejudge-sandbox:finished\x1e\n";
+
+/// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
+/// to its end. A check passes only by running to its end: `SystemExit(0)` (from the check or
+/// from the solution, e.g. a module-level `sys.exit(main())`) is a failure, and an exit that
+/// skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
+pub(super) const RUNNER: &str = r#"import os, runpy, sys, traceback
+sys.argv = ['check.py']
+sys.path.insert(0, os.getcwd())
+code = 1
+try:
+    runpy.run_path('check.py', run_name='__main__')
+    code = 0
+except SystemExit as e:
+    c = e.code
+    if c is None or c == 0:
+        sys.stderr.write('judge: check.py did not run to its end: SystemExit(%r) was raised by the check or the solution; a check passes by running to its end\n' % (c,))
+    elif isinstance(c, int):
+        code = c if 0 < c < 256 else 1
+    else:
+        sys.stderr.write('%s\n' % (c,))
+except BaseException:
+    traceback.print_exc()
+try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+except BaseException:
+    pass
+if code == 0:
+    os.write(2, FINISHED)
+os._exit(code)
+"#;
+
+/// Exit status of the launcher when it cannot set the limits or `exec`.
+pub(super) const LAUNCHER_FAILED: i32 = 125;
+
+/// The launcher: sets the rlimits given in argv, announces itself on fd 2,
+/// then `exec`s the rest of argv. A limit of 0 for NPROC means "leave as is".
+pub(super) const LAUNCHER: &str = r#"import os, resource, sys
+def lim(name, soft, hard):
+    r = getattr(resource, name)
+    _, cur = resource.getrlimit(r)
+    if cur != resource.RLIM_INFINITY:
+        hard = min(hard, cur)
+        soft = min(soft, hard)
+    resource.setrlimit(r, (soft, hard))
+try:
+    cpu, mem, fsize, nproc, nofile = (int(a) for a in sys.argv[1:6])
+    lim('RLIMIT_CORE', 0, 0)
+    lim('RLIMIT_CPU', cpu, cpu + 1)
+    lim('RLIMIT_AS', mem, mem)
+    lim('RLIMIT_FSIZE', fsize, fsize)
+    lim('RLIMIT_NOFILE', nofile, nofile)
+    if nproc > 0:
+        lim('RLIMIT_NPROC', nproc, nproc)
+    os.write(2, MARKER)
+    os.execv(sys.argv[6], sys.argv[6:])
+except BaseException as e:
+    os.write(2, ('judge sandbox launcher failed: %r\n' % (e,)).encode())
+    os._exit(125)
+"#;
+
+/// The launcher's arguments after `python -c LAUNCHER`.
+pub(super) fn launcher_args(policy: &SandboxPolicy, nproc: u64) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "-c".into(),
+        LAUNCHER_SOURCE.get_or_init(launcher_source).into(),
+    ];
+    for n in [
+        policy.cpu_secs.max(1),
+        policy.memory_bytes,
+        policy.file_size_bytes,
+        nproc,
+        MAX_OPEN_FILES,
+    ] {
+        args.push(n.to_string().into());
+    }
+    args.push(policy.python.clone().into());
+    args.push("-c".into());
+    args.push(
+        RUNNER_SOURCE
+            .get_or_init(|| RUNNER.replace("FINISHED", &bytes_literal(FINISH_MARKER)))
+            .into(),
+    );
+    args
+}
+
+/// [`RUNNER`] with the finish marker spelled in.
+pub(super) static RUNNER_SOURCE: OnceLock<String> = OnceLock::new();
+
+/// A Python bytes literal for `bytes`.
+pub(super) fn bytes_literal(bytes: &[u8]) -> String {
+    let escaped: String = bytes.iter().map(|b| format!("\\x{b:02x}")).collect();
+    format!("b'{escaped}'")
+}
+
+/// [`LAUNCHER`] with the marker spelled in.
+pub(super) static LAUNCHER_SOURCE: OnceLock<String> = OnceLock::new();
+
+/// Build the launcher's source: `MARKER` becomes a bytes literal.
+pub(super) fn launcher_source() -> String {
+    let source = LAUNCHER.replace("MARKER", &bytes_literal(LAUNCH_MARKER));
+    debug_assert!(source.contains(&format!("_exit({LAUNCHER_FAILED})")));
+    source
+}
+
+/// `[setpriv …] python -c LAUNCHER …` in the host directory (plain mode);
+/// `drop_to` is `setpriv` and the uid to become, when the harness is root.
+pub(super) fn plain_command(
+    policy: &SandboxPolicy,
+    drop_to: Option<(&Path, u32)>,
+    workdir: &Path,
+) -> Command {
+    // Not root: RLIMIT_NPROC would count all of the user's processes.
+    let nproc = if drop_to.is_some() {
+        policy.max_processes
+    } else {
+        0
+    };
+    let mut cmd = match drop_to {
+        Some((setpriv, uid)) => {
+            let mut c = Command::new(setpriv);
+            c.args(setpriv_args(uid)).arg(&policy.python);
+            c
+        }
+        None => Command::new(&policy.python),
+    };
+    cmd.args(launcher_args(policy, nproc))
+        .current_dir(workdir)
+        .env_clear()
+        .envs(child_env(&workdir.to_string_lossy()));
+    cmd
+}
+
+/// `setpriv` arguments (become `uid`:`uid`) up to and including `--`.
+pub(super) fn setpriv_args(uid: u32) -> Vec<String> {
+    vec![
+        format!("--reuid={uid}"),
+        format!("--regid={uid}"),
+        "--clear-groups".into(),
+        "--no-new-privs".into(),
+        "--".into(),
+    ]
+}
+
+/// Optional bwrap flags, detected from `bwrap --help`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct BwrapFeatures {
+    /// `--size` for tmpfs (bubblewrap ≥ 0.5).
+    pub(super) size: bool,
+    /// `--disable-userns` (bubblewrap ≥ 0.8).
+    pub(super) disable_userns: bool,
+}
+
+/// Features of the bwrap at `path`, probed once per process.
+pub(super) fn bwrap_features(path: &Path) -> BwrapFeatures {
+    static FEATURES: OnceLock<BwrapFeatures> = OnceLock::new();
+    *FEATURES.get_or_init(|| {
+        let Ok(out) = Command::new(path)
+            .arg("--help")
+            .env_clear()
+            .stdin(Stdio::null())
+            .output()
+        else {
+            return BwrapFeatures::default();
+        };
+        let help = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        BwrapFeatures {
+            size: help.contains("--size"),
+            disable_userns: help.contains("--disable-userns"),
+        }
+    })
+}
+
+/// The full `[setpriv …] bwrap … -- python -c LAUNCHER …` command.
+pub(super) fn bwrap_command(
+    policy: &SandboxPolicy,
+    bwrap: &Path,
+    drop_to: Option<(&Path, u32)>,
+    host_dir: &Path,
+) -> Command {
+    let features = bwrap_features(bwrap);
+    let mut cmd = match drop_to {
+        Some((setpriv, uid)) => {
+            let mut c = Command::new(setpriv);
+            c.args(setpriv_args(uid)).arg(bwrap);
+            c
+        }
+        None => Command::new(bwrap),
+    };
+    cmd.args(bwrap_args(policy, features, host_dir))
+        .arg("--")
+        .arg(&policy.python)
+        .args(launcher_args(policy, policy.max_processes))
+        .env_clear();
+    cmd
+}
+
+/// bwrap's own arguments (namespaces, mounts, environment), without `--`.
+pub(super) fn bwrap_args(
+    policy: &SandboxPolicy,
+    features: BwrapFeatures,
+    host_dir: &Path,
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
+    let uid = SANDBOX_UID.to_string();
+    push(&["--unshare-all", "--unshare-user"]);
+    if features.disable_userns {
+        push(&["--disable-userns"]);
+    }
+    push(&["--uid", &uid, "--gid", &uid, "--hostname", "sandbox"]);
+    push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    push(&["--ro-bind", "/usr", "/usr"]);
+    for dir in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(dir) {
+                    a.extend(["--symlink".into(), target.into(), dir.into()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => a.extend(["--ro-bind".into(), dir.into(), dir.into()]),
+            _ => {}
+        }
+    }
+    let mut etc: Vec<String> = [
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "passwd",
+        "group",
+        "nsswitch.conf",
+    ]
+    .iter()
+    .map(|s| format!("/etc/{s}"))
+    .collect();
+    if let Ok(entries) = std::fs::read_dir("/etc") {
+        let mut py: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| name.starts_with("python3"))
+            .map(|name| format!("/etc/{name}"))
+            .collect();
+        py.sort();
+        etc.extend(py);
+    }
+    for path in &etc {
+        a.extend(["--ro-bind-try".into(), path.into(), path.into()]);
+    }
+    a.extend(["--proc", "/proc", "--dev", "/dev", "--perms", "1777"].map(OsString::from));
+    if features.size {
+        a.extend([
+            "--size".into(),
+            policy.tmpfs_bytes.max(1 << 20).to_string().into(),
+        ]);
+    }
+    a.extend(["--tmpfs", "/tmp", "--dir", SANDBOX_WORKDIR].map(OsString::from));
+    for name in ["check.py", "solution.py"] {
+        a.push("--ro-bind".into());
+        a.push(host_dir.join(name).into());
+        a.push(format!("{SANDBOX_WORKDIR}/{name}").into());
+    }
+    a.extend(
+        [
+            "--remount-ro",
+            "/",
+            "--chdir",
+            SANDBOX_WORKDIR,
+            "--clearenv",
+        ]
+        .map(OsString::from),
+    );
+    for (key, value) in child_env(SANDBOX_WORKDIR) {
+        a.extend(["--setenv".into(), key.into(), value.into()]);
+    }
+    a
+}
+
+/// The absolute path of `name` on the harness's `PATH`, else in `/usr/bin`
+/// or `/bin`.
+pub(super) fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/bin")])
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The harness's effective uid, from `/proc/self/status`.
+pub(super) fn effective_uid() -> io::Result<u32> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|euid| euid.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line"))
+}
