@@ -115,6 +115,7 @@ pub fn compare_summary(
         "new",
         "cached",
         "retried",
+        "unparsable",
         "failed",
         "comparisons",
         "flipped",
@@ -241,6 +242,40 @@ mod tests {
                 instruction: String::new(),
             },
         }
+    }
+
+    #[test]
+    fn compare_summary_columns_line_up() {
+        use crate::prompt::Order;
+        use crate::records::{FailedMarker, RecordedError};
+        let judgment = JudgmentRecord {
+            task: "t".into(),
+            judge: "j".into(),
+            first: "a".into(),
+            second: "b".into(),
+            order: Order::Ab,
+            verdict: JudgmentVerdict::Failed(FailedMarker::Failed),
+            raw: Some("no verdict".into()),
+            attempts: 2,
+            prompt_sha256: "x".into(),
+            cache_key: None,
+            from_cache: false,
+            usage: None,
+            cost_usd: None,
+            error: Some(RecordedError {
+                class: crate::provider::ErrorClass::UnparsableVerdict,
+                message: "m".into(),
+                http_status: None,
+            }),
+        };
+        let s = compare_summary(&["j"], &[&judgment], std::slice::from_ref(&judgment), &[]);
+        let rows: Vec<Vec<&str>> = s.lines().map(|l| l.split_whitespace().collect()).collect();
+        // "flip rate" is two words in the header.
+        assert_eq!(rows[0].len() - 1, rows[1].len(), "{s}");
+        let col = |name: &str| rows[0].iter().position(|h| *h == name).expect("column");
+        assert_eq!(rows[1][col("retried")], "1", "{s}");
+        assert_eq!(rows[1][col("unparsable")], "1", "{s}");
+        assert_eq!(rows[1][col("failed")], "1", "{s}");
     }
 
     #[test]
