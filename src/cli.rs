@@ -72,8 +72,8 @@ pub enum Command {
     /// intervals; models whose win-rate intervals overlap share a rank.
     ///
     /// Ties count half a win; both-bad and failed comparisons are excluded from the fit but
-    /// counted. With --run, the run also gets leaderboard.{json,csv,md}. The same seed gives
-    /// the same output, byte for byte.
+    /// counted. With --run, the run also gets leaderboard.{json,csv,md} and
+    /// leaderboards/<judge>.{json,csv,md}. The same seed gives the same output, byte for byte.
     Rank(RankArgs),
 
     /// generate → compare → rank in one go, printing the leaderboard.
