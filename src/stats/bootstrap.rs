@@ -27,7 +27,7 @@ pub const DEFAULT_RESAMPLES: usize = 1000;
 const RESAMPLE_STEP_TOL: f64 = 1e-4;
 /// Step size at which the chord refinement of a resample stops (its steps shrink
 /// geometrically, so the remaining error is a small multiple of the last step).
-const CHORD_STEP_TOL: f64 = 1e-10;
+const CHORD_STEP_TOL: f64 = 1e-9;
 
 /// What a bootstrap resample draws with replacement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
