@@ -233,6 +233,17 @@ fn offline_run_prints_a_real_leaderboard() {
     // rank on the run reproduces the printed leaderboard.
     let again = p.run(&["rank", "--run", "demo"]);
     assert_eq!(again.stdout, out.stdout);
+    // The README shows this very leaderboard; keep it true.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let sample = readme
+        .split("prints a real leaderboard from real executions:\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's sample leaderboard");
+    assert_eq!(
+        table, sample,
+        "README sample leaderboard differs from `judge run` output"
+    );
     let prompt = p.run(&["rank", "--run", "demo", "--show-prompt"]);
     assert!(String::from_utf8_lossy(&prompt.stdout).starts_with("(this judge uses no prompt"));
 }
