@@ -50,13 +50,6 @@ pub struct OutputRecord {
     pub settings: GenerationSettings,
 }
 
-impl OutputRecord {
-    /// The (task, model) identity of the record.
-    pub fn key(&self) -> (&str, &str) {
-        (&self.task, &self.model)
-    }
-}
-
 /// The `verdict` field of a judgment: a parsed verdict, or `failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

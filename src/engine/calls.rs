@@ -131,7 +131,7 @@ pub fn build_http_providers(
 
 /// First Ctrl-C: stop starting items, let those in flight finish, write everything, exit 130.
 /// Second Ctrl-C: exit at once (every finished record is already on disk).
-pub fn watch_ctrl_c(stop: Arc<Stop>) {
+fn watch_ctrl_c(stop: Arc<Stop>) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!(

@@ -58,14 +58,6 @@ impl GenerationTally {
     }
 }
 
-/// Per-model totals of a generation: ok, failed, truncated (finish_reason `length`), cache
-/// hits, tokens and cost (`unpriced` when the model has no price).
-pub fn generation_summary(records: &[OutputRecord], models: &[ModelConfig]) -> String {
-    let mut tally = GenerationTally::default();
-    records.iter().for_each(|r| tally.add(r));
-    tally.render(models)
-}
-
 fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> String {
     let empty = Row::default();
     let header = [
@@ -284,7 +276,9 @@ mod tests {
             record("a", Status::Ok, Some(0.5)),
             record("b", Status::Failed, None),
         ];
-        let s = generation_summary(&records, &[model("a", true), model("b", false)]);
+        let mut tally = GenerationTally::default();
+        records.iter().for_each(|r| tally.add(r));
+        let s = tally.render(&[model("a", true), model("b", false)]);
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
             lines[0],
