@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn unpriced_is_never_zero_dollars() {
-        let records = vec![
+        let records = [
             record("a", Status::Ok, Some(0.5)),
             record("b", Status::Failed, None),
         ];
