@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{
     ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, decode_json, excerpt, malformed,
+    split_system,
 };
 
 /// The path appended to `base_url`.
@@ -27,16 +28,9 @@ pub const API_VERSION: &str = "2023-06-01";
 /// with a blank line; the field is omitted when there are none); the others stay in `messages`
 /// in order. `max_tokens` is required by the API.
 pub fn build_request(req: &ChatRequest) -> Value {
-    let system: Vec<&str> = req
-        .messages
+    let (system, rest) = split_system(&req.messages);
+    let messages: Vec<Value> = rest
         .iter()
-        .filter(|m| m.role == "system")
-        .map(|m| m.content.as_str())
-        .collect();
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .filter(|m| m.role != "system")
         .map(|m| json!({"role": m.role, "content": m.content}))
         .collect();
     let mut body = json!({
@@ -45,8 +39,8 @@ pub fn build_request(req: &ChatRequest) -> Value {
         "temperature": req.temperature,
         "messages": messages,
     });
-    if !system.is_empty() {
-        body["system"] = Value::String(system.join("\n\n"));
+    if let Some(system) = system {
+        body["system"] = Value::String(system);
     }
     body
 }

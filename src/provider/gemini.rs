@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::{
     ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, decode_json, excerpt, malformed,
+    split_system,
 };
 
 /// The `base_url` used when the config gives none.
@@ -31,16 +32,9 @@ pub fn path(model: &str) -> String {
 /// `systemInstruction` (omitted when there are none), the others in `contents` in order with
 /// `assistant` → `model`, and `generationConfig` with `maxOutputTokens` and `temperature`.
 pub fn build_request(req: &ChatRequest) -> Value {
-    let system: Vec<&str> = req
-        .messages
+    let (system, rest) = split_system(&req.messages);
+    let contents: Vec<Value> = rest
         .iter()
-        .filter(|m| m.role == "system")
-        .map(|m| m.content.as_str())
-        .collect();
-    let contents: Vec<Value> = req
-        .messages
-        .iter()
-        .filter(|m| m.role != "system")
         .map(|m| {
             let role = if m.role == "assistant" {
                 "model"
@@ -57,8 +51,8 @@ pub fn build_request(req: &ChatRequest) -> Value {
             "temperature": req.temperature,
         },
     });
-    if !system.is_empty() {
-        body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
+    if let Some(system) = system {
+        body["systemInstruction"] = json!({"parts": [{"text": system}]});
     }
     body
 }

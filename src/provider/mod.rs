@@ -38,6 +38,18 @@ impl Message {
     }
 }
 
+/// The system messages of a conversation joined with a blank line (`None` when there are
+/// none), and the other messages in order: for APIs that take the system prompt apart.
+pub fn split_system(messages: &[Message]) -> (Option<String>, Vec<&Message>) {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == "system")
+        .map(|m| m.content.as_str())
+        .collect();
+    let rest = messages.iter().filter(|m| m.role != "system").collect();
+    ((!system.is_empty()).then(|| system.join("\n\n")), rest)
+}
+
 /// A provider-neutral chat request. Everything that can change the reply is in here.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {
