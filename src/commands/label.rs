@@ -314,6 +314,8 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
     l.run_dir.create_and_lock()?;
     let mut appender = JsonlAppender::open(&path)?;
     let mut keys = Keys::new();
+    let clear_screen = std::io::stdout().is_terminal();
+    let mut notice = String::new();
     let out = &mut std::io::stdout().lock();
     let total = l.sample.len();
     let mut current = l.sample.iter().position(|i| !state.contains_key(&i.item));
@@ -322,6 +324,10 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         let (task, a1, a2) = answers(&l, &item);
         let screen = render_item(pos + 1, total, &item, task, a1, a2);
         let done = state.values().filter(|v| v.is_some()).count();
+        if clear_screen {
+            // A fresh screen per item on a terminal; scripts and pipes get plain text.
+            write!(out, "\x1b[2J\x1b[H{notice}")?;
+        }
         write!(out, "{screen}[{done} of {total} labelled] {KEYS_HELP}\n> ")?;
         out.flush()?;
         let Some(key) = keys.next() else { break };
@@ -372,11 +378,21 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         })?;
         state.insert(item.item.clone(), winner);
         history.push(item.item.clone());
+        notice.clear();
         if reveal && winner.is_some() {
             let (m1, m2) = item.shown();
-            writeln!(out, "(saved) Answer 1 was `{m1}`, Answer 2 was `{m2}`")?;
+            notice = format!(
+                "(saved {}) Answer 1 was `{m1}`, Answer 2 was `{m2}`\n",
+                item.item
+            );
+            if !clear_screen {
+                write!(out, "{notice}")?;
+            }
         }
         current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    }
+    if clear_screen {
+        write!(out, "{notice}")?;
     }
     let labelled = state.values().filter(|v| v.is_some()).count();
     let remaining = l

@@ -195,7 +195,7 @@ fn undo_skip_reveal_and_resume_after_kill() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(
-        screen.contains("(saved) Answer 1 was `"),
+        screen.contains("(saved i0001) Answer 1 was `"),
         "--reveal names the models after saving: {screen}"
     );
     assert!(screen.contains("2 of 6 labelled by `bob`"), "{screen}");
