@@ -440,10 +440,14 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
                         return Some(record);
                     }
                     Err(e) => {
+                        let mut message = e.to_string();
+                        if reply.finish_reason.as_deref() == Some("length") {
+                            message.push_str(" (the reply was cut off by judge_max_tokens; raise it under [run])");
+                        }
                         record.raw = Some(reply.text);
                         record.error = Some(RecordedError {
                             class: ErrorClass::UnparsableVerdict,
-                            message: e.to_string(),
+                            message,
                             http_status: None,
                         });
                     }

@@ -372,3 +372,26 @@ fn interrupted_compare_resumes_and_retry_failed_asks_again() {
         "one record per call"
     );
 }
+
+#[test]
+fn a_judge_reply_cut_by_the_token_cap_says_so() {
+    let server = FakeServer::start(|_, _| {
+        Reply::Http(
+            200,
+            vec![],
+            crate::common::completion("Answer 1 handles the edge case but", "length"),
+        )
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let j = &p.jsonl("runs/r/judgments.jsonl")[0];
+    assert_eq!(j["verdict"], "failed");
+    assert!(
+        j["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("judge_max_tokens"),
+        "{j}"
+    );
+}
