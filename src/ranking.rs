@@ -77,6 +77,8 @@ pub struct Fitted {
 /// Why rows cannot be ranked.
 #[derive(Debug, thiserror::Error)]
 pub enum RankError {
+    #[error("no comparisons to rank")]
+    NoComparisons,
     #[error("need at least two models to rank (found {0})")]
     TooFewModels(usize),
     #[error(
@@ -96,6 +98,9 @@ pub fn rank(
     costs: &[(Option<f64>, bool)],
 ) -> Result<Fitted, RankError> {
     let n = models.len();
+    if rows.is_empty() {
+        return Err(RankError::NoComparisons);
+    }
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
@@ -325,6 +330,16 @@ mod tests {
         let one = vec!["a".to_string()];
         assert!(matches!(
             rank(&one, &[], params(), &[]),
+            Err(RankError::NoComparisons)
+        ));
+        let failed_only = [Row {
+            a: 0,
+            b: 0,
+            outcome: RowOutcome::Failed,
+            task: 0,
+        }];
+        assert!(matches!(
+            rank(&one, &failed_only, params(), &[]),
             Err(RankError::TooFewModels(1))
         ));
         let two: Vec<String> = vec!["a".into(), "b".into()];
