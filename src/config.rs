@@ -351,6 +351,19 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
     }
     let models = resolve_models("models", raw.models, &providers, &err)?;
     let judges = resolve_models("judges", raw.judges, &providers, &err)?;
+    if run.temperature > 1.0
+        && let Some(m) = models
+            .iter()
+            .find(|m| providers[&m.provider].kind == ProviderKind::Anthropic)
+    {
+        return Err(err(
+            "run.temperature",
+            format!(
+                "{} is above 1.0, the most the Anthropic API accepts (model `{}`); every model gets the same temperature, so use 0.0..=1.0",
+                run.temperature, m.id
+            ),
+        ));
+    }
     Ok(Config {
         path: PathBuf::from(file),
         root: PathBuf::from("."),

@@ -164,3 +164,17 @@ fn invalid_model_id_is_refused() {
     let e = error_of(&GOOD.replace("id = \"gpt\"", "id = \"g p t\""));
     assert!(e.contains("models[1].id"), "{e}");
 }
+
+#[test]
+fn temperature_above_one_is_refused_with_an_anthropic_model() {
+    let text = GOOD
+        .replace("temperature = 0.0", "temperature = 1.5")
+        .replace("kind = \"openai\"", "kind = \"anthropic\"");
+    let e = error_of(&text);
+    assert!(
+        e.contains("run.temperature") && e.contains("Anthropic") && e.contains("`gpt`"),
+        "{e}"
+    );
+    let openai_only = GOOD.replace("temperature = 0.0", "temperature = 1.5");
+    assert!(parse(&openai_only).is_ok(), "OpenAI accepts up to 2.0");
+}
