@@ -106,6 +106,7 @@ struct Inputs {
 /// Runs `judge compare`.
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
+    refuse_changed_judge_cap(&inputs)?;
     let llm_judges: Vec<&ModelConfig> = inputs
         .judges
         .iter()
@@ -226,6 +227,27 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         models,
         judges,
     })
+}
+
+/// Judgments made with different token caps must not be mixed in one run: refuse when the
+/// run already has judgments and `[run] judge_max_tokens` changed since.
+fn refuse_changed_judge_cap(inputs: &Inputs) -> anyhow::Result<()> {
+    let before = inputs
+        .manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("judge_max_tokens"))
+        .and_then(|v| v.as_u64());
+    let now = u64::from(inputs.config.run.judge_max_tokens);
+    let judged = std::fs::metadata(inputs.run_dir.file(JUDGMENTS_FILE)).is_ok_and(|m| m.len() > 0);
+    match before {
+        Some(before) if judged && before != now => Err(JudgeError::usage(format!(
+            "[run] judge_max_tokens is {now} but run `{}` was judged with {before}; judgments made with different caps cannot be mixed: restore {before}, or judge into a new run",
+            inputs.run_dir.name()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 /// `--judge` ids, else every `[[judges]]` entry, else the execution judge.

@@ -80,9 +80,15 @@ pub fn resume_conflict(
             &suite.hash[..12]
         ));
     }
-    if old.settings != *settings {
-        let before = serde_json::to_value(&old.settings).unwrap_or_default();
-        let after = serde_json::to_value(settings).unwrap_or_default();
+    // The judge's token cap does not touch generation (compare guards it on its own).
+    let generation_only = |s: &RunSettings| RunSettings {
+        judge_max_tokens: 0,
+        ..s.clone()
+    };
+    let (old_settings, settings) = (generation_only(&old.settings), generation_only(settings));
+    if old_settings != settings {
+        let before = serde_json::to_value(&old_settings).unwrap_or_default();
+        let after = serde_json::to_value(&settings).unwrap_or_default();
         let changed: Vec<String> = after
             .as_object()
             .into_iter()

@@ -395,3 +395,22 @@ fn a_judge_reply_cut_by_the_token_cap_says_so() {
         "{j}"
     );
 }
+
+#[test]
+fn changing_the_judge_token_cap_of_a_judged_run_is_refused() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let config = p
+        .read("judge.toml")
+        .replace("seed = 5", "seed = 5\njudge_max_tokens = 4096");
+    p.write("judge.toml", &config);
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("judge_max_tokens is 4096"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 6);
+}

@@ -501,3 +501,16 @@ fn shipped_offline_default_generates_and_reruns() {
         "a rerun of a complete run changes nothing"
     );
 }
+
+#[test]
+fn changing_only_the_judge_token_cap_does_not_block_a_generate_resume() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p.write(
+        "judge.toml",
+        &config(&server.url, "").replace("seed = 1", "seed = 1\njudge_max_tokens = 4096"),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
