@@ -106,7 +106,7 @@ struct Inputs {
 /// Runs `judge compare`.
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
-    refuse_changed_judge_cap(&inputs)?;
+    refuse_changed_judge_setup(&inputs)?;
     let llm_judges: Vec<&ModelConfig> = inputs
         .judges
         .iter()
@@ -229,25 +229,45 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
     })
 }
 
-/// Judgments made with different token caps must not be mixed in one run: refuse when the
-/// run already has judgments and `[run] judge_max_tokens` changed since.
-fn refuse_changed_judge_cap(inputs: &Inputs) -> anyhow::Result<()> {
-    let before = inputs
-        .manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judge_max_tokens"))
-        .and_then(|v| v.as_u64());
-    let now = u64::from(inputs.config.run.judge_max_tokens);
+/// Judgments made under different settings must not be mixed in one run: once a run has
+/// judgments, refuse a changed `[run] judge_max_tokens`, or a judge id that now names another
+/// model or provider than the one recorded in the manifest.
+fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
     let judged = std::fs::metadata(inputs.run_dir.file(JUDGMENTS_FILE)).is_ok_and(|m| m.len() > 0);
-    match before {
-        Some(before) if judged && before != now => Err(JudgeError::usage(format!(
-            "[run] judge_max_tokens is {now} but run `{}` was judged with {before}; judgments made with different caps cannot be mixed: restore {before}, or judge into a new run",
-            inputs.run_dir.name()
+    let recorded = inputs.manifest.extra.get("compare");
+    let (Some(recorded), true) = (recorded, judged) else {
+        return Ok(());
+    };
+    let run = inputs.run_dir.name();
+    let now = u64::from(inputs.config.run.judge_max_tokens);
+    if let Some(before) = recorded.get("judge_max_tokens").and_then(|v| v.as_u64())
+        && before != now
+    {
+        return Err(JudgeError::usage(format!(
+            "[run] judge_max_tokens is {now} but run `{run}` was judged with {before}; judgments made with different caps cannot be mixed: restore {before}, or judge into a new run"
         ))
-        .into()),
-        _ => Ok(()),
+        .into());
     }
+    let earlier: Vec<ModelConfig> = recorded
+        .get("judges")
+        .and_then(|j| serde_json::from_value::<Vec<serde_json::Value>>(j.clone()).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
+    for judge in &inputs.judges {
+        let Judge::Llm(m) = judge else { continue };
+        if let Some(old) = earlier.iter().find(|o| o.id == m.id)
+            && (old.model != m.model || old.provider != m.provider)
+        {
+            return Err(JudgeError::usage(format!(
+                "judge `{}` was `{}` on provider `{}` when run `{run}` was judged, now `{}` on `{}`; give the new judge its own id",
+                m.id, old.model, old.provider, m.model, m.provider
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// `--judge` ids, else every `[[judges]]` entry, else the execution judge.
@@ -521,13 +541,25 @@ fn finish(
             agreements.push(judge_agreement(&comparisons, j1, j2));
         }
     }
+    // Every judge that ever judged this run stays recorded (a later --judge subset keeps them).
+    let mut judges: Vec<serde_json::Value> = manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("judges"))
+        .and_then(|j| j.as_array().cloned())
+        .unwrap_or_default();
+    for j in &ctx.judges {
+        let value = match j {
+            Judge::Llm(m) => serde_json::to_value(m).unwrap_or_default(),
+            Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
+        };
+        judges.retain(|old| old.get("id").and_then(|v| v.as_str()) != Some(j.id()));
+        judges.push(value);
+    }
     manifest.extra.insert(
         "compare".into(),
         json!({
-            "judges": ctx.judges.iter().map(|j| match j {
-                Judge::Llm(m) => serde_json::to_value(m).unwrap_or_default(),
-                Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
-            }).collect::<Vec<_>>(),
+            "judges": judges,
             "prompt_sha256": ctx.prompt_sha256,
             "judge_max_tokens": ctx.config.run.judge_max_tokens,
             "judge_temperature": 0.0,
