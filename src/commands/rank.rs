@@ -197,16 +197,29 @@ fn from_run(
             )
         })
         .collect();
-    let prompt_sha256 = (judge != EXEC_JUDGE && !args.from_labels)
-        .then(|| {
-            let judgments: Vec<JudgmentRecord> =
-                read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE)).ok()?;
-            judgments
-                .into_iter()
-                .find(|j| j.judge == judge)
-                .map(|j| j.prompt_sha256)
-        })
-        .flatten();
+    let mut prompt_hashes: Vec<String> = Vec::new();
+    if judge != EXEC_JUDGE && !args.from_labels {
+        let judgments: Vec<JudgmentRecord> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
+        prompt_hashes = judgments
+            .into_iter()
+            .filter(|j| j.judge == judge)
+            .map(|j| j.prompt_sha256)
+            .collect();
+        prompt_hashes.sort_unstable();
+        prompt_hashes.dedup();
+    }
+    if prompt_hashes.len() > 1 {
+        eprintln!(
+            "warning: judge `{judge}` judged this run with {} different prompts ({}); they are ranked together",
+            prompt_hashes.len(),
+            prompt_hashes
+                .iter()
+                .map(|h| &h[..12.min(h.len())])
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let prompt_sha256 = prompt_hashes.into_iter().next();
     let prompt = match &prompt_sha256 {
         Some(sha) => {
             let path = run_dir.file(&format!("prompts/{sha}.md"));
