@@ -414,3 +414,32 @@ fn changing_the_judge_token_cap_of_a_judged_run_is_refused() {
     );
     assert_eq!(server.count(), 6);
 }
+
+#[test]
+fn rank_warns_when_one_judge_used_two_prompts() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let text_before = p.read("runs/r/judgments.jsonl");
+    let first_line = text_before.lines().next().unwrap().to_string();
+    let mut j: serde_json::Value = serde_json::from_str(&first_line).unwrap();
+    j["prompt_sha256"] = "0".repeat(64).into();
+    p.write(
+        "runs/r/judgments.jsonl",
+        &text_before.replacen(&first_line, &j.to_string(), 1),
+    );
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("with 2 different prompts"),
+        "{}",
+        text(&out)
+    );
+}
