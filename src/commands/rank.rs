@@ -197,29 +197,30 @@ fn from_run(
             )
         })
         .collect();
-    let mut prompt_hashes: Vec<String> = Vec::new();
+    // Prompt hash → judgments that used it; the header shows the most used one.
+    let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
+        std::collections::BTreeMap::new();
     if judge != EXEC_JUDGE && !args.from_labels {
         let judgments: Vec<JudgmentRecord> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
-        prompt_hashes = judgments
-            .into_iter()
-            .filter(|j| j.judge == judge)
-            .map(|j| j.prompt_sha256)
-            .collect();
-        prompt_hashes.sort_unstable();
-        prompt_hashes.dedup();
+        for j in judgments.into_iter().filter(|j| j.judge == judge) {
+            *prompt_hashes.entry(j.prompt_sha256).or_default() += 1;
+        }
     }
     if prompt_hashes.len() > 1 {
         eprintln!(
             "warning: judge `{judge}` judged this run with {} different prompts ({}); they are ranked together",
             prompt_hashes.len(),
             prompt_hashes
-                .iter()
+                .keys()
                 .map(|h| &h[..12.min(h.len())])
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
-    let prompt_sha256 = prompt_hashes.into_iter().next();
+    let prompt_sha256 = prompt_hashes
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(h, _)| h);
     let prompt = match &prompt_sha256 {
         Some(sha) => {
             let path = run_dir.file(&format!("prompts/{sha}.md"));
