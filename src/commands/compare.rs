@@ -533,6 +533,20 @@ fn finish(
     write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), &judgments)?;
     let comparisons = derive_comparisons(ctx, models, &latest);
     write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
+    // Comparisons still missing per judge (calls not made yet: an interrupted or cut-short run).
+    let pairs = models.len() * models.len().saturating_sub(1) / 2;
+    let missing: BTreeMap<&str, usize> = ctx
+        .judges
+        .iter()
+        .map(|j| {
+            let tasks = match j {
+                Judge::Exec => ctx.suite.tasks.iter().filter(|t| t.check.is_some()).count(),
+                Judge::Llm(_) => ctx.suite.tasks.len(),
+            };
+            let have = comparisons.iter().filter(|c| c.judge == j.id()).count();
+            (j.id(), (tasks * pairs).saturating_sub(have))
+        })
+        .collect();
 
     let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
     let mut agreements = Vec::new();
@@ -564,6 +578,7 @@ fn finish(
             "judge_max_tokens": ctx.config.run.judge_max_tokens,
             "judge_temperature": 0.0,
             "judge_agreement": agreements,
+            "missing_comparisons": missing,
             "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
         }),
     );
@@ -577,6 +592,12 @@ fn finish(
         "{}",
         compare_summary(&judge_ids, &ours, &new_records, &comparisons)
     );
+    for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
+        eprintln!(
+            "warning: judge `{judge}` has {n} comparison(s) still missing; rerun `judge compare --run {}` to finish",
+            run_dir.name()
+        );
+    }
     for a in &agreements {
         let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| crate::report::fmt_float(v, 3));
         eprintln!(

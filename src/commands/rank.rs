@@ -197,6 +197,18 @@ fn from_run(
             )
         })
         .collect();
+    let missing = manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("missing_comparisons"))
+        .and_then(|m| m.get(judge.as_str()))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    if missing > 0 && !args.from_labels {
+        eprintln!(
+            "warning: {missing} comparison(s) of judge `{judge}` are missing (compare did not finish); rerun `judge compare --run {run}` before trusting this leaderboard"
+        );
+    }
     // Prompt hash → judgments that used it; the header shows the most used one.
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
         std::collections::BTreeMap::new();

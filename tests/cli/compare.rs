@@ -443,3 +443,50 @@ fn rank_warns_when_one_judge_used_two_prompts() {
         text(&out)
     );
 }
+
+#[test]
+fn unfinished_compare_is_reported_and_rank_warns() {
+    let server = FakeServer::start(|req, n| {
+        Reply::Delayed(
+            std::time::Duration::from_millis(700),
+            Box::new(marker_judge(req, n)),
+        )
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r", "--deadline", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("comparison(s) still missing"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("are missing (compare did not finish)"),
+        "{}",
+        text(&out)
+    );
+    // Finishing the run clears the warning.
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("missing"),
+        "{}",
+        text(&out)
+    );
+}
