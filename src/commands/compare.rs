@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::cache::Cache;
@@ -248,12 +249,13 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    // The exec judge's entry has no provider or model, so it does not parse as a ModelConfig.
     let earlier: Vec<ModelConfig> = recorded
         .get("judges")
-        .and_then(|j| serde_json::from_value::<Vec<serde_json::Value>>(j.clone()).ok())
-        .unwrap_or_default()
+        .and_then(|j| j.as_array())
         .into_iter()
-        .filter_map(|v| serde_json::from_value(v).ok())
+        .flatten()
+        .filter_map(|v| ModelConfig::deserialize(v).ok())
         .collect();
     for judge in &inputs.judges {
         let Judge::Llm(m) = judge else { continue };

@@ -110,7 +110,7 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
     let (mut run_dir, manifest, _suite, _outputs) = load_run(&config, &args.run)?;
     let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
-    let judge = pick_judge(&comparisons, args.judge.as_deref(), &args.run)?;
+    let judge = crate::commands::pick_judge(&comparisons, args.judge.as_deref(), &args.run)?;
     let candidates: Vec<&ComparisonRecord> = comparisons
         .iter()
         .filter(|c| c.judge == judge && !c.by_failure && c.winner != Winner::Failed)
@@ -148,30 +148,6 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
         path.display()
     );
     Ok(Outcome::Success)
-}
-
-fn pick_judge(
-    comparisons: &[ComparisonRecord],
-    wanted: Option<&str>,
-    run: &str,
-) -> anyhow::Result<String> {
-    let judges: BTreeSet<&str> = comparisons.iter().map(|c| c.judge.as_str()).collect();
-    match wanted {
-        Some(j) if judges.contains(j) => Ok(j.to_string()),
-        Some(j) => {
-            Err(JudgeError::usage(format!("run `{run}` has no comparisons by judge `{j}`")).into())
-        }
-        None if judges.len() == 1 => Ok(judges.iter().next().expect("one judge").to_string()),
-        None if judges.is_empty() => Err(JudgeError::usage(format!(
-            "run `{run}` has no comparisons; run `judge compare --run {run}` first"
-        ))
-        .into()),
-        None => Err(JudgeError::usage(format!(
-            "run `{run}` has comparisons from several judges ({}); pick one with --judge",
-            judges.into_iter().collect::<Vec<_>>().join(", ")
-        ))
-        .into()),
-    }
 }
 
 /// What a labeller sees for one item: the task and the two answers. Never a model id, never

@@ -56,3 +56,34 @@ pub fn load_run(
         crate::engine::run_dir::read_jsonl_repairing(&run_dir.file(generate::OUTPUTS_FILE))?;
     Ok((run_dir, manifest, suite, outputs))
 }
+
+/// The judge whose comparisons to use: `wanted`, or the run's only judge. A judge the run does
+/// not have, several judges without a choice, or no comparisons at all are usage errors.
+pub fn pick_judge(
+    comparisons: &[crate::records::ComparisonRecord],
+    wanted: Option<&str>,
+    run: &str,
+) -> anyhow::Result<String> {
+    use crate::error::JudgeError;
+    let judges: std::collections::BTreeSet<&str> =
+        comparisons.iter().map(|c| c.judge.as_str()).collect();
+    let list = || judges.iter().copied().collect::<Vec<_>>().join(", ");
+    match wanted {
+        Some(j) if judges.contains(j) => Ok(j.to_string()),
+        Some(j) => Err(JudgeError::usage(format!(
+            "run `{run}` has no comparisons by judge `{j}` (judges: {})",
+            list()
+        ))
+        .into()),
+        None if judges.len() == 1 => Ok(judges.iter().next().expect("one judge").to_string()),
+        None if judges.is_empty() => Err(JudgeError::usage(format!(
+            "run `{run}` has no comparisons; run `judge compare --run {run}` first"
+        ))
+        .into()),
+        None => Err(JudgeError::usage(format!(
+            "run `{run}` has comparisons from several judges ({}); pick one with --judge",
+            list()
+        ))
+        .into()),
+    }
+}

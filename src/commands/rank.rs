@@ -147,7 +147,7 @@ fn from_run(
         ))
         .into());
     }
-    let judge = pick_judge(&comparisons, args.judge.as_deref(), run)?;
+    let judge = crate::commands::pick_judge(&comparisons, args.judge.as_deref(), run)?;
     let mine: Vec<&ComparisonRecord> = comparisons.iter().filter(|c| c.judge == judge).collect();
     let present: std::collections::BTreeSet<&str> =
         outputs.iter().map(|o| o.model.as_str()).collect();
@@ -305,30 +305,6 @@ fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {
         .filter(|o| o.model == model)
         .map(|o| o.cost_usd)
         .sum()
-}
-
-fn pick_judge(
-    comparisons: &[ComparisonRecord],
-    wanted: Option<&str>,
-    run: &str,
-) -> anyhow::Result<String> {
-    let mut judges: Vec<&str> = comparisons.iter().map(|c| c.judge.as_str()).collect();
-    judges.sort_unstable();
-    judges.dedup();
-    match wanted {
-        Some(j) if judges.contains(&j) => Ok(j.to_string()),
-        Some(j) => Err(JudgeError::usage(format!(
-            "run `{run}` has no comparisons by judge `{j}` (judges: {})",
-            judges.join(", ")
-        ))
-        .into()),
-        None if judges.len() == 1 => Ok(judges[0].to_string()),
-        None => Err(JudgeError::usage(format!(
-            "run `{run}` has comparisons from several judges ({}); pick one with --judge",
-            judges.join(", ")
-        ))
-        .into()),
-    }
 }
 
 /// Streams a battles file (JSON Lines) into compact rows; memory grows with models and tasks,

@@ -232,40 +232,60 @@ proptest! {
     }
 }
 
+/// Draws 50 resamples (by `unit`) of synthetic data with `p` models and `rows` rows and hands
+/// each to `check` with what a refit needs: the active pairs, the resampled data, the
+/// linearised start and a Newton solver.
+fn with_resamples(
+    unit: BootstrapUnit,
+    p: usize,
+    rows: usize,
+    mut check: impl FnMut(
+        &[(usize, usize)],
+        &PairData,
+        &crate::stats::bradley_terry::LinearisedStart,
+        &mut crate::stats::bradley_terry::Newton,
+        usize,
+    ),
+) {
+    use crate::stats::bradley_terry::{LinearisedStart, Newton};
+    let (input, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
+    let pairs = &input.active.models;
+    let full = PairData::from_counts(input.counts(), &input.active);
+    let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
+    let mut data = PairData {
+        w: vec![0.0; pairs.len() + 1],
+        n: vec![0.0; pairs.len() + 1],
+    };
+    let mut scratch = Scratch::default();
+    let mut newton = Newton::new(p);
+    for r in 0..50 {
+        input.resample_batch(unit, 9, r, std::slice::from_mut(&mut data), &mut scratch);
+        check(pairs, &data, &start, &mut newton, r);
+    }
+}
+
 /// The resample fits (linearised start + Newton stopped at `RESAMPLE_STEP_TOL`) agree with
 /// fully converged fits of the same resampled data to far better than the resampling noise.
 #[test]
 fn resample_fits_match_fully_converged_fits() {
-    use crate::stats::bradley_terry::{LinearisedStart, Newton};
     for (unit, p, rows) in [
         (BootstrapUnit::Comparison, 8, 4000),
         (BootstrapUnit::Task, 5, 600),
     ] {
-        let (input, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
-        let pairs = &input.active.models;
-        let full = PairData::from_counts(input.counts(), &input.active);
-        let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
-        let mut data = PairData {
-            w: vec![0.0; pairs.len() + 1],
-            n: vec![0.0; pairs.len() + 1],
-        };
-        let mut scratch = Scratch::default();
-        let mut newton = Newton::new(p);
-        for r in 0..50 {
-            input.resample_batch(unit, 9, r, std::slice::from_mut(&mut data), &mut scratch);
+        with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
             let mut quick = vec![0.0; p];
-            start.start(pairs, &data, &mut quick);
+            start.start(pairs, data, &mut quick);
             newton
-                .solve(pairs, &data, 0.1, &mut quick, RESAMPLE_STEP_TOL)
+                .solve(pairs, data, 0.1, &mut quick, RESAMPLE_STEP_TOL)
                 .expect("converges");
             let mut exact = vec![0.0; p];
             newton
-                .solve(pairs, &data, 0.1, &mut exact, 1e-13)
+                .solve(pairs, data, 0.1, &mut exact, 1e-13)
                 .expect("converges");
             for (q, e) in quick.iter().zip(&exact) {
                 assert!((q - e).abs() < 1e-8, "{unit:?} resample {r}: {q} vs {e}");
             }
-        }
+        });
     }
 }
 
@@ -309,34 +329,22 @@ fn comparisons_only_input_gives_the_same_comparison_bootstrap_and_refuses_tasks(
 /// far better than the resampling noise (1e-5 in θ is 0.002 rating points).
 #[test]
 fn chord_refits_match_fully_converged_fits() {
-    use crate::stats::bradley_terry::{LinearisedStart, Newton};
     for (unit, p, rows) in [
         (BootstrapUnit::Comparison, 8, 4000),
         (BootstrapUnit::Task, 5, 600),
         (BootstrapUnit::Comparison, 20, 3000),
     ] {
-        let (input, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
-        let pairs = &input.active.models;
-        let full = PairData::from_counts(input.counts(), &input.active);
-        let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
-        let mut data = PairData {
-            w: vec![0.0; pairs.len() + 1],
-            n: vec![0.0; pairs.len() + 1],
-        };
-        let mut scratch = Scratch::default();
-        let mut newton = Newton::new(p);
         let mut refined = 0;
-        for r in 0..50 {
-            input.resample_batch(unit, 9, r, std::slice::from_mut(&mut data), &mut scratch);
+        with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
             let mut quick = vec![0.0; p];
-            start.start(pairs, &data, &mut quick);
-            if !start.refine(&mut newton, pairs, &data, &mut quick, CHORD_STEP_TOL) {
-                continue;
+            start.start(pairs, data, &mut quick);
+            if !start.refine(newton, pairs, data, &mut quick, CHORD_STEP_TOL) {
+                return;
             }
             refined += 1;
             let mut exact = vec![0.0; p];
             newton
-                .solve(pairs, &data, 0.1, &mut exact, 1e-13)
+                .solve(pairs, data, 0.1, &mut exact, 1e-13)
                 .expect("converges");
             for (q, e) in quick.iter().zip(&exact) {
                 assert!(
@@ -344,7 +352,7 @@ fn chord_refits_match_fully_converged_fits() {
                     "{unit:?} p={p} resample {r}: {q} vs {e}"
                 );
             }
-        }
+        });
         // Small task resamples move far from the full data; there the Newton fallback works.
         if unit == BootstrapUnit::Comparison {
             assert!(

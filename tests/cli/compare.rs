@@ -75,6 +75,18 @@ fn reply(verdict: &str) -> Reply {
     Reply::ok(&format!("Answer quality compared.\n\n{verdict}"))
 }
 
+/// `judge rank --run r` with a small bootstrap (these tests look at warnings, not intervals).
+fn quick_rank(p: &Project) -> std::process::Output {
+    p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ])
+}
+
 /// Prefers the answer containing MARKER, wherever it is shown.
 fn marker_judge(req: &Received, _n: usize) -> Reply {
     if fenced(req, "ANSWER_1").contains("MARKER") {
@@ -428,14 +440,7 @@ fn rank_warns_when_one_judge_used_two_prompts() {
         "runs/r/judgments.jsonl",
         &text_before.replacen(&first_line, &j.to_string(), 1),
     );
-    let out = p.run(&[
-        "rank",
-        "--run",
-        "r",
-        "--allow-few-resamples",
-        "--resamples",
-        "50",
-    ]);
+    let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("with 2 different prompts"),
@@ -460,14 +465,7 @@ fn unfinished_compare_is_reported_and_rank_warns() {
         "{}",
         text(&out)
     );
-    let out = p.run(&[
-        "rank",
-        "--run",
-        "r",
-        "--allow-few-resamples",
-        "--resamples",
-        "50",
-    ]);
+    let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("are missing (compare did not finish)"),
@@ -476,14 +474,7 @@ fn unfinished_compare_is_reported_and_rank_warns() {
     );
     // Finishing the run clears the warning.
     assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
-    let out = p.run(&[
-        "rank",
-        "--run",
-        "r",
-        "--allow-few-resamples",
-        "--resamples",
-        "50",
-    ]);
+    let out = quick_rank(&p);
     assert!(
         !String::from_utf8_lossy(&out.stderr).contains("missing"),
         "{}",
