@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::stats::{
-    BootstrapInputBuilder, BootstrapUnit, EloEntry, Interval, Outcome, StatsError, bootstrap, elo,
-    fit_bradley_terry, tied_ranks,
+    BootstrapInputBuilder, BootstrapResult, BootstrapUnit, BtFit, EloEntry, Interval, Outcome,
+    StatsError, bootstrap, elo, fit_bradley_terry, tied_ranks,
 };
 
 /// What a row says about its pair.
@@ -104,58 +104,23 @@ pub fn rank(
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
-    let mut builder = match params.unit {
-        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
-        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
-    };
-    let mut tally = vec![[0u64; 5]; n]; // wins, losses, ties, both_bad, failed
-    let (mut rated, mut both_bad, mut failed) = (0u64, 0u64, 0u64);
-    for r in rows {
-        let (a, b) = (r.a as usize, r.b as usize);
-        match r.outcome {
-            RowOutcome::Failed => {
-                failed += 1;
-                tally[a][4] += 1;
-                tally[b][4] += 1;
-            }
-            RowOutcome::Rated(o) => {
-                builder.add(a, b, o, r.task as usize)?;
-                let (ia, ib) = match o {
-                    Outcome::AWins => (0, 1),
-                    Outcome::BWins => (1, 0),
-                    Outcome::Tie => (2, 2),
-                    Outcome::BothBad => (3, 3),
-                };
-                tally[a][ia] += 1;
-                tally[b][ib] += 1;
-                if o == Outcome::BothBad {
-                    both_bad += 1
-                } else {
-                    rated += 1
-                }
-            }
-        }
-    }
-    if rated == 0 {
-        return Err(RankError::NoRatedComparisons);
-    }
-    let input = builder.build();
-    let fit = fit_bradley_terry(input.counts(), params.prior, None)?;
-    let boot = bootstrap(
-        &input,
-        params.unit,
-        params.prior,
-        params.resamples,
-        params.seed,
-        params.threads,
-        &fit,
-    )?;
-    let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
-    let elo_rows = rows.iter().filter_map(|r| match r.outcome {
-        RowOutcome::Rated(o) => Some((r.a as usize, r.b as usize, o)),
-        RowOutcome::Failed => None,
+    // The per-model columns (tallies, Elo, connectivity) do not wait for the fit: they are
+    // worked out on a side thread while the fit and the bootstrap run.
+    let (fitted, side) = std::thread::scope(|scope| {
+        let side = scope.spawn(|| per_model_columns(n, rows));
+        let fitted = fit_and_bootstrap(n, rows, params);
+        (fitted, side.join().expect("the per-model thread panicked"))
     });
-    let elos: Vec<EloEntry> = elo(n, elo_rows)?;
+    let (fit, boot) = fitted?;
+    let PerModel {
+        tally,
+        rated,
+        both_bad,
+        failed,
+        elos,
+        groups,
+    } = side?;
+    let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
     let mut warnings = Vec::new();
     for (i, m) in models.iter().enumerate() {
         if tally[i][0] + tally[i][1] + tally[i][2] == 0 {
@@ -164,7 +129,6 @@ pub fn rank(
             ));
         }
     }
-    let groups = connected_groups(n, rows, &tally);
     if groups > 1 {
         warnings.push(format!(
             "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
@@ -197,6 +161,100 @@ pub fn rank(
         both_bad,
         failed,
         warnings,
+    })
+}
+
+/// Aggregates the rated rows, fits Bradley–Terry and bootstraps it.
+fn fit_and_bootstrap(
+    n: usize,
+    rows: &[Row],
+    params: RankParams,
+) -> Result<(BtFit, BootstrapResult), RankError> {
+    let mut builder = match params.unit {
+        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
+        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
+    };
+    let mut rated = 0u64;
+    for r in rows {
+        if let RowOutcome::Rated(o) = r.outcome {
+            builder.add(r.a as usize, r.b as usize, o, r.task as usize)?;
+            rated += u64::from(o != Outcome::BothBad);
+        }
+    }
+    if rated == 0 {
+        return Err(RankError::NoRatedComparisons);
+    }
+    let input = builder.build();
+    let fit = fit_bradley_terry(input.counts(), params.prior, None)?;
+    let boot = bootstrap(
+        &input,
+        params.unit,
+        params.prior,
+        params.resamples,
+        params.seed,
+        params.threads,
+        &fit,
+    )?;
+    Ok((fit, boot))
+}
+
+/// Everything per model that does not need the fit.
+struct PerModel {
+    /// Per model: wins, losses, ties, both_bad, failed.
+    tally: Vec<[u64; 5]>,
+    rated: u64,
+    both_bad: u64,
+    failed: u64,
+    elos: Vec<EloEntry>,
+    /// Connected groups of the graph of rated games.
+    groups: usize,
+}
+
+fn per_model_columns(n: usize, rows: &[Row]) -> Result<PerModel, RankError> {
+    let mut tally = vec![[0u64; 5]; n];
+    let (mut rated, mut both_bad, mut failed) = (0u64, 0u64, 0u64);
+    for r in rows {
+        let (a, b) = (r.a as usize, r.b as usize);
+        if a >= n || b >= n {
+            // Reported by the fit, which checks every row.
+            continue;
+        }
+        match r.outcome {
+            RowOutcome::Failed => {
+                failed += 1;
+                tally[a][4] += 1;
+                tally[b][4] += 1;
+            }
+            RowOutcome::Rated(o) => {
+                let (ia, ib) = match o {
+                    Outcome::AWins => (0, 1),
+                    Outcome::BWins => (1, 0),
+                    Outcome::Tie => (2, 2),
+                    Outcome::BothBad => (3, 3),
+                };
+                tally[a][ia] += 1;
+                tally[b][ib] += 1;
+                if o == Outcome::BothBad {
+                    both_bad += 1
+                } else {
+                    rated += 1
+                }
+            }
+        }
+    }
+    let elo_rows = rows.iter().filter_map(|r| match r.outcome {
+        RowOutcome::Rated(o) => Some((r.a as usize, r.b as usize, o)),
+        RowOutcome::Failed => None,
+    });
+    let elos = elo(n, elo_rows)?;
+    let groups = connected_groups(n, rows, &tally);
+    Ok(PerModel {
+        tally,
+        rated,
+        both_bad,
+        failed,
+        elos,
+        groups,
     })
 }
 

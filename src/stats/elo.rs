@@ -20,6 +20,9 @@ pub const ELO_K_ESTABLISHED: f64 = 16.0;
 /// Matches after which a model counts as established.
 pub const ELO_ESTABLISHED_MATCHES: u64 = 30;
 
+/// ln(10)/400: the exponent of the expected-score formula on the natural scale.
+const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
+
 /// One model's Elo result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EloEntry {
@@ -45,7 +48,8 @@ pub fn elo(
             Outcome::Tie => 0.5,
             Outcome::BothBad => continue,
         };
-        let expected = 1.0 / (1.0 + 10f64.powf((rating[b] - rating[a]) / 400.0));
+        // 10^x as e^(x·ln 10): the same value to rounding, and exp is much cheaper than pow.
+        let expected = 1.0 / (1.0 + ((rating[b] - rating[a]) * LN10_OVER_400).exp());
         let established = matches[a].min(matches[b]) >= ELO_ESTABLISHED_MATCHES;
         let k = if established {
             ELO_K_ESTABLISHED

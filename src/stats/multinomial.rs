@@ -7,7 +7,7 @@
 //! single draws (Walker's alias method, built with Vose's algorithm in exact integers) gives
 //! Multinomial(N, w/N) exactly; when M > N (probability ≈ 2%) everything is drawn again.
 //! The cost is one Poisson per cell plus about 2√N alias draws. Cells with equal weights
-//! share one Poisson sampler, built once: a guide table while the tables fit a fixed memory
+//! share one Poisson sampler, built once: an alias table while the tables fit a fixed memory
 //! budget (most frequent weights first), otherwise Hörmann's PTRS.
 
 use std::collections::BTreeMap;
@@ -18,7 +18,7 @@ use super::poisson::{Poisson, uniform_below};
 
 /// How many standard deviations below N the Poisson total is aimed.
 const POISSON_MARGIN_SDS: f64 = 2.0;
-/// Total guide-table entries (12 bytes each) a sampler may build: about 780 KB.
+/// Total alias-table buckets (16 bytes each) a sampler may build: 1 MiB.
 const TABLE_BUDGET: usize = 1 << 16;
 
 /// Multinomial(N, w/N) sampler for fixed integer weights w (N = Σ w).
@@ -89,7 +89,7 @@ impl CellSampler {
 }
 
 /// One Poisson sampler per distinct weight, with mean Λ·w/N, Λ = N − 2√N; the most frequent
-/// weights get guide tables while [`TABLE_BUDGET`] lasts. Returns the samplers and the index
+/// weights get alias tables while [`TABLE_BUDGET`] lasts. Returns the samplers and the index
 /// of each weight's sampler.
 fn samplers_by_weight(weights: &[u64], total: u64) -> (Vec<Poisson>, BTreeMap<u64, u32>) {
     let n = total as f64;

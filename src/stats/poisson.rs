@@ -3,10 +3,10 @@
 //! Poisson(μ) uses inversion (sequential search) for μ < 10 and otherwise the transformed
 //! rejection with squeeze algorithm PTRS of W. Hörmann, "The transformed rejection method for
 //! generating Poisson random variables", Insurance: Mathematics and Economics 12 (1993),
-//! 39–45; or, when a mean is drawn from many times, by table inversion with a guide table
-//! (H.-C. Chen & Y. Asau, "On generating random variates from an empirical distribution",
-//! AIIE Transactions 6 (1974), 163–166): one uniform and one or two comparisons per draw.
-//! All are exact up to f64 rounding (the table drops tails below 1e-20 in probability).
+//! 39–45; or, when a mean is drawn from many times, by Walker's alias method over the
+//! tabulated pmf: one 64-bit uniform and one table entry per draw. All are exact up to
+//! rounding (f64 for the first two; the table rounds each probability to a multiple of 2^−64
+//! and drops tails below 1e-20).
 //! Setup is done once per mean, never per draw.
 
 use rand_chacha::ChaCha8Rng;
@@ -72,7 +72,7 @@ pub(crate) enum Poisson {
     },
     /// μ ≥ 10: PTRS.
     Ptrs(Ptrs),
-    /// Any μ > 0: guide-table inversion (memory grows like √μ).
+    /// Any μ > 0: alias table (memory grows like √μ).
     Table(PoissonTable),
 }
 
@@ -137,7 +137,7 @@ impl Poisson {
         sum
     }
 
-    /// Poisson(μ) by table inversion (`μ = 0` gives [`Poisson::Zero`]).
+    /// Poisson(μ) by an alias table (`μ = 0` gives [`Poisson::Zero`]).
     pub(crate) fn tabulated(mu: f64) -> Poisson {
         if mu <= 0.0 {
             Poisson::Zero
@@ -146,10 +146,10 @@ impl Poisson {
         }
     }
 
-    /// Entries of the table [`Poisson::tabulated`] would build for mean `mu`.
+    /// At most the number of buckets (16 bytes each) [`Poisson::tabulated`] builds for `mu`.
     pub(crate) fn table_len(mu: f64) -> usize {
         let (lo, hi) = table_range(mu);
-        (hi - lo + 1) as usize
+        ((hi - lo + 1) as usize).next_power_of_two()
     }
 }
 
@@ -162,14 +162,27 @@ fn table_range(mu: f64) -> (u64, u64) {
     (lo, hi)
 }
 
-/// Inversion of a tabulated CDF, started from a guide table: `guide[j]` is the first entry
-/// whose CDF exceeds j/len, so a draw inspects one or two entries on average.
+/// Walker's alias method over the tabulated pmf (A. J. Walker, "An efficient method for
+/// generating discrete random variables with general distributions", ACM TOMS 3 (1977),
+/// 253–256; built with Vose's algorithm in exact integers). The pmf is rounded to integer
+/// weights summing to exactly 2^64 and spread over 2^m buckets of 2^(64−m) each, so one 64-bit
+/// uniform picks a bucket (its top m bits) and decides between the bucket's own value and its
+/// alias (the rest, compared with the bucket's threshold): one draw, one table entry, no
+/// search and no data-dependent branch. Value k comes out with probability q_k/2^64 exactly,
+/// q_k being P(X = k) rounded to a multiple of 2^−64.
 #[derive(Debug, Clone)]
 pub(crate) struct PoissonTable {
-    first: u64,
-    /// P(X ≤ first + i) − P(X < first); the last entry is exactly 1.
-    cdf: Vec<f64>,
-    guide: Vec<u32>,
+    /// Bucket-index bits m.
+    bits: u32,
+    buckets: Vec<AliasBucket>,
+}
+
+/// One bucket: keep `keep` when the low bits are below `threshold`, else take `alias`.
+#[derive(Debug, Clone, Copy)]
+struct AliasBucket {
+    threshold: u64,
+    keep: u32,
+    alias: u32,
 }
 
 impl PoissonTable {
@@ -186,39 +199,71 @@ impl PoissonTable {
         for k in (lo..mode).rev() {
             pmf[(k - lo) as usize] = pmf[(k - lo + 1) as usize] * (k + 1) as f64 / mu;
         }
-        let mut acc = 0.0;
-        let mut cdf: Vec<f64> = pmf
+        // Integer weights summing to exactly 2^64; the rounding remainder goes to the mode.
+        const ONE: u128 = 1 << 64;
+        let sum: f64 = pmf.iter().sum();
+        let mut weight: Vec<u128> = pmf
             .iter()
-            .map(|p| {
-                acc += p;
-                acc
+            .map(|p| ((p / sum) * ONE as f64) as u128)
+            .collect();
+        let assigned: u128 = weight.iter().sum();
+        let m = (mode - lo) as usize;
+        if assigned <= ONE {
+            weight[m] += ONE - assigned;
+        } else {
+            weight[m] -= assigned - ONE;
+        }
+        // Values whose weight rounded to 0 can never be drawn: keep the table to the rest.
+        let first = weight
+            .iter()
+            .position(|&q| q > 0)
+            .expect("weights sum to 2^64");
+        let last = weight
+            .iter()
+            .rposition(|&q| q > 0)
+            .expect("weights sum to 2^64");
+        weight.truncate(last + 1);
+        weight.drain(..first);
+        let lo = lo + first as u64;
+        let bits = weight.len().next_power_of_two().trailing_zeros().max(1);
+        weight.resize(1 << bits, 0);
+        let full: u128 = ONE >> bits;
+        let index = |k: usize| u32::try_from(k).expect("table shorter than 2^32");
+        let mut buckets: Vec<AliasBucket> = (0..weight.len())
+            .map(|k| AliasBucket {
+                threshold: u64::try_from(full).expect("a bucket holds at most 2^63"),
+                keep: index(k),
+                alias: index(k),
             })
             .collect();
-        *cdf.last_mut().expect("non-empty range") = 1.0;
-        let len = cdf.len();
-        let mut guide = Vec::with_capacity(len);
-        let mut i = 0;
-        for j in 0..len {
-            while cdf[i] <= j as f64 / len as f64 {
-                i += 1;
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
+            (0..weight.len()).partition(|&k| weight[k] < full);
+        // Weights sum to 2^m buckets × `full`, so while a bucket is short another is over-full.
+        while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
+            buckets[s].threshold = u64::try_from(weight[s]).expect("below a bucket");
+            buckets[s].alias = index(l);
+            weight[l] -= full - weight[s];
+            if weight[l] < full {
+                large.pop();
+                small.push(l);
             }
-            guide.push(u32::try_from(i).expect("table shorter than 2^32"));
         }
-        PoissonTable {
-            first: lo,
-            cdf,
-            guide,
+        for b in &mut buckets {
+            b.keep += index(lo as usize);
+            b.alias += index(lo as usize);
         }
+        PoissonTable { bits, buckets }
     }
 
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let u = open_unit(rng);
-        let j = ((u * self.cdf.len() as f64) as usize).min(self.cdf.len() - 1);
-        let mut i = self.guide[j] as usize;
-        while u >= self.cdf[i] {
-            i += 1;
-        }
-        self.first + i as u64
+        let u = rng.next_u64();
+        let bucket = &self.buckets[(u >> (64 - self.bits)) as usize];
+        let rest = u & (u64::MAX >> self.bits);
+        u64::from(if rest < bucket.threshold {
+            bucket.keep
+        } else {
+            bucket.alias
+        })
     }
 }
 

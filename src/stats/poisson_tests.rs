@@ -57,6 +57,35 @@ fn poisson_matches_exact_pmf_across_regimes() {
 }
 
 #[test]
+fn alias_table_holds_exactly_the_pmf() {
+    // Each value's mass over all buckets (kept below the threshold, aliased above it) must be
+    // the Poisson pmf (up to rounding in both ln-pmf computations), summing to exactly 2^64.
+    for mu in [0.001, 0.3, 4.0, 67.0, 1_000.0] {
+        let table = PoissonTable::new(mu);
+        let full = 1u128 << (64 - table.bits);
+        let mut mass = std::collections::BTreeMap::<u32, u128>::new();
+        for b in &table.buckets {
+            let keep = u128::from(b.threshold).min(full);
+            *mass.entry(b.keep).or_default() += keep;
+            *mass.entry(b.alias).or_default() += full - keep;
+        }
+        assert_eq!(mass.values().sum::<u128>(), 1u128 << 64, "mu={mu}");
+        for (&k, &q) in &mass {
+            let exact = (-mu + f64::from(k) * mu.ln() - ln_factorial_by_sum(k)).exp();
+            let got = q as f64 / 2f64.powi(64);
+            assert!(
+                (got - exact).abs() <= 1e-10 * exact + 1e-19,
+                "mu={mu} k={k}: {got:e} vs {exact:e}"
+            );
+        }
+    }
+}
+
+fn ln_factorial_by_sum(k: u32) -> f64 {
+    (2..=k).map(|i| f64::from(i).ln()).sum()
+}
+
+#[test]
 fn ln_factorial_is_accurate_on_both_sides_of_the_switch() {
     let mut exact = 0.0;
     for k in 1..=200u32 {
