@@ -128,18 +128,12 @@ fn send_blocks(
     let mut index = 0usize;
     loop {
         let mut block = std::mem::take(&mut carry);
-        let start = block.len();
-        block.resize(start + BLOCK_BYTES, 0);
-        let mut filled = start;
-        while filled < block.len() {
-            let n = reader.read(&mut block[filled..])?;
-            if n == 0 {
-                break;
-            }
-            filled += n;
-        }
-        block.truncate(filled);
-        let eof = filled < start + BLOCK_BYTES;
+        // Reserved, not zeroed: a small file touches only the pages it fills.
+        block.reserve(BLOCK_BYTES);
+        let filled = (&mut *reader)
+            .take(BLOCK_BYTES as u64)
+            .read_to_end(&mut block)?;
+        let eof = filled < BLOCK_BYTES;
         if !eof && let Some(cut) = block.iter().rposition(|&b| b == b'\n') {
             carry = block.split_off(cut + 1);
         }

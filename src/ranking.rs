@@ -170,16 +170,25 @@ fn fit_and_bootstrap(
     rows: &[Row],
     params: RankParams,
 ) -> Result<(BtFit, BootstrapResult), RankError> {
-    let mut builder = match params.unit {
-        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
-        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
-    };
-    let mut rated = 0u64;
-    for r in rows {
-        if let RowOutcome::Rated(o) = r.outcome {
-            builder.add(r.a as usize, r.b as usize, o, r.task as usize)?;
-            rated += u64::from(o != Outcome::BothBad);
-        }
+    // Aggregated in contiguous parts on all threads; a bad row is reported from the first
+    // part that has one, so the error is the file's first either way.
+    let part = rows.len().div_ceil(params.threads.max(1)).max(1);
+    let parts: Vec<Result<(BootstrapInputBuilder, u64), RankError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = rows
+            .chunks(part)
+            .map(|chunk| s.spawn(move || aggregate(n, chunk, params.unit)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("an aggregation thread panicked"))
+            .collect()
+    });
+    let mut parts = parts.into_iter();
+    let (mut builder, mut rated) = parts.next().expect("rows are not empty")?;
+    for next in parts {
+        let (more, more_rated) = next?;
+        builder.merge(more);
+        rated += more_rated;
     }
     if rated == 0 {
         return Err(RankError::NoRatedComparisons);
@@ -196,6 +205,26 @@ fn fit_and_bootstrap(
         &fit,
     )?;
     Ok((fit, boot))
+}
+
+/// Aggregates `rows` for the bootstrap; also returns how many are rated (not both-bad).
+fn aggregate(
+    n: usize,
+    rows: &[Row],
+    unit: BootstrapUnit,
+) -> Result<(BootstrapInputBuilder, u64), RankError> {
+    let mut builder = match unit {
+        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
+        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
+    };
+    let mut rated = 0u64;
+    for r in rows {
+        if let RowOutcome::Rated(o) = r.outcome {
+            builder.add(r.a as usize, r.b as usize, o, r.task as usize)?;
+            rated += u64::from(o != Outcome::BothBad);
+        }
+    }
+    Ok((builder, rated))
 }
 
 /// Everything per model that does not need the fit.

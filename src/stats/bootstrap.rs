@@ -3,9 +3,10 @@
 //! Efron & Tibshirani (1993), *An Introduction to the Bootstrap*, ch. 13 (percentile
 //! intervals); the task unit is the cluster bootstrap (Davison & Hinkley 1997, §3.8).
 //! Each resample draws aggregated cell counts (see [`super::bootstrap_input`]) and refits
-//! with Newton's method, started one linearised Newton step away from the full-data
-//! strengths (see `LinearisedStart`). Resample `r` uses its own ChaCha8 stream (`seed`,
-//! stream `r`), so the result is the same for every thread count and batch layout. Memory is
+//! with chord steps (Newton's method as the fallback), started one linearised Newton step
+//! away from the full-data strengths (see `LinearisedStart`). Resample `r` draws from its
+//! own generator (`resample_rng(seed, r)`: xoshiro256++ seeded from ChaCha8 stream `r`), so
+//! the result is the same for every thread count and batch layout. Memory is
 //! O(cells + resamples × models), independent of the number of rows.
 
 use serde::{Deserialize, Serialize};
@@ -25,10 +26,10 @@ pub const DEFAULT_RESAMPLES: usize = 1000;
 /// convergence the remaining error is of order its square (~1e-8 θ, ~1e-6 rating points),
 /// far below the resampling noise the intervals describe (checked by a test).
 const RESAMPLE_STEP_TOL: f64 = 1e-4;
-/// Step size at which the chord refinement of a resample stops (its steps shrink
-/// geometrically, so the remaining error is a small multiple of the last step: within 1e-5 of
-/// the converged θ, i.e. 0.002 rating points, checked by a test).
-pub(crate) const CHORD_STEP_TOL: f64 = 1e-6;
+/// Estimated distance to the converged θ at which the chord refinement of a resample stops
+/// (see `LinearisedStart::refine`): 1e-6 θ is 0.0002 rating points; a test checks every
+/// refit within 1e-5 θ of the converged one.
+pub(crate) const CHORD_TOL: f64 = 1e-6;
 
 /// What a bootstrap resample draws with replacement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -183,8 +184,8 @@ fn run_block(
         for ((data, th), wr) in fits {
             let refined = match &job.linearised {
                 Some(linearised) => {
-                    linearised.start(pairs, data, th);
-                    linearised.refine(&mut newton, pairs, data, th, CHORD_STEP_TOL)
+                    let step = linearised.start(&mut newton, pairs, data, th);
+                    linearised.refine(&mut newton, pairs, data, th, step, CHORD_TOL)
                 }
                 None => false,
             };

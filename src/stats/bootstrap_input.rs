@@ -24,10 +24,9 @@ use super::poisson::{resample_rng, uniform_below};
 pub struct BootstrapInput {
     counts: PairCounts,
     pub(crate) active: ActivePairs,
-    /// Slot of each comparison cell; the both-bad cell uses the spare slot `active.len()`.
-    cell_slot: Vec<u32>,
-    /// What one row of the cell adds to `w`: 1 (lower index wins), 0 or ½ (tie).
-    cell_win: Vec<f64>,
+    /// Per active pair (slot): its cells (lower index wins, higher index wins, tie), as
+    /// indices into a draw; an empty outcome points one past the last cell, to a zero.
+    pair_cells: Vec<[u32; 3]>,
     cells: CellSampler,
     /// Distinct tasks.
     n_tasks: usize,
@@ -118,14 +117,24 @@ impl BootstrapInput {
 
     /// A comparison-level resample: a multinomial over the cells.
     fn resample_comparisons<R: Rng>(&self, rng: &mut R, data: &mut PairData, draws: &mut Vec<u64>) {
-        draws.resize(self.cells.len(), 0);
-        self.cells.sample(rng, draws);
-        data.w.fill(0.0);
-        data.n.fill(0.0);
-        for ((&x, &slot), &win) in draws.iter().zip(&self.cell_slot).zip(&self.cell_win) {
-            data.w[slot as usize] += x as f64 * win;
-            data.n[slot as usize] += x as f64;
+        // One extra zero at the end stands for an outcome a pair never had.
+        draws.resize(self.cells.len() + 1, 0);
+        self.cells.sample(rng, &mut draws[..self.cells.len()]);
+        draws[self.cells.len()] = 0;
+        // Gathered per pair (reads in any order, writes in order). Counts are far below
+        // 2^53, so the conversions and sums are exact.
+        let count = |c: u32| draws[c as usize] as i64 as f64;
+        for ((w, n), &[lower, higher, tie]) in
+            data.w.iter_mut().zip(&mut data.n).zip(&self.pair_cells)
+        {
+            let (lower, higher, tie) = (count(lower), count(higher), count(tie));
+            *w = lower + 0.5 * tie;
+            *n = lower + higher + tie;
         }
+        // The spare both-bad slot never enters the fit.
+        let spare = self.pair_cells.len();
+        data.w[spare..].fill(0.0);
+        data.n[spare..].fill(0.0);
     }
 
     /// Task-level resamples, one per lane: each of T picks chooses one of the T tasks
@@ -239,10 +248,19 @@ impl BootstrapInputBuilder {
         Ok(())
     }
 
+    /// Adds the rows of `other`, a builder of the same kind for the same models (so that
+    /// parts of the rows can be aggregated on different threads). The result does not depend
+    /// on how the rows were split.
+    pub fn merge(&mut self, other: BootstrapInputBuilder) {
+        debug_assert_eq!(self.keep_tasks, other.keep_tasks);
+        self.counts.merge(&other.counts);
+        self.keys.extend(other.keys);
+    }
+
     /// Finishes the aggregation.
     pub fn build(mut self) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
-        let (cell_slot, cell_win, weights) = comparison_cells(&self.counts, &active);
+        let (pair_cells, weights) = comparison_cells(&self.counts, &active);
         let (n_tasks, slot_start, task_entries) = if self.keep_tasks {
             task_cells(&mut self.keys, &active)
         } else {
@@ -252,8 +270,7 @@ impl BootstrapInputBuilder {
             cells: CellSampler::new(&weights),
             counts: self.counts,
             active,
-            cell_slot,
-            cell_win,
+            pair_cells,
             n_tasks,
             has_tasks: self.keep_tasks,
             slot_start,
@@ -262,28 +279,35 @@ impl BootstrapInputBuilder {
     }
 }
 
-/// The non-empty comparison cells as (slot, win contribution, count) columns, ordered by
-/// count so that cells sharing a Poisson sampler are adjacent (see [`CellSampler`]).
-fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<u32>, Vec<f64>, Vec<u64>) {
-    let mut cells: Vec<(u64, u32, f64)> = Vec::new();
+/// The non-empty comparison cells, ordered by count so that cells sharing a Poisson sampler
+/// are adjacent (see [`CellSampler`]): their counts, and per active pair the index of each
+/// of its three outcomes' cells (`counts.len()` for an outcome with no rows). All both-bad
+/// rows form one cell of their own: drawn, so that they take their share of every
+/// resample, and then left out of the fit.
+fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>, Vec<u64>) {
+    // (count, slot, outcome); outcome 3 is the both-bad cell.
+    let mut cells: Vec<(u64, u32, u8)> = Vec::new();
     for (pair, tally) in counts.tallies().iter().enumerate() {
-        for (&count, win) in tally.iter().zip([1.0, 0.0, 0.5]) {
+        for (outcome, &count) in (0u8..3).zip(tally.iter()) {
             if count > 0 {
-                cells.push((count, active.slot[pair], win));
+                cells.push((count, active.slot[pair], outcome));
             }
         }
     }
     let both_bad = counts.both_bad_total();
     if both_bad > 0 {
-        let spare = u32::try_from(active.models.len()).expect("fewer than 2^32 pairs");
-        cells.push((both_bad, spare, 0.0));
+        cells.push((both_bad, u32::MAX, 3));
     }
     // Stable: equal counts keep pair order, so the layout is deterministic.
     cells.sort_by_key(|&(count, _, _)| count);
-    let slots = cells.iter().map(|c| c.1).collect();
-    let wins = cells.iter().map(|c| c.2).collect();
-    let weights = cells.iter().map(|c| c.0).collect();
-    (slots, wins, weights)
+    let none = u32::try_from(cells.len()).expect("fewer than 2^32 cells");
+    let mut pair_cells = vec![[none; 3]; active.models.len()];
+    for (index, &(_, slot, outcome)) in cells.iter().enumerate() {
+        if outcome < 3 {
+            pair_cells[slot as usize][usize::from(outcome)] = index as u32;
+        }
+    }
+    (pair_cells, cells.iter().map(|c| c.0).collect())
 }
 
 /// Per-pair task tallies in CSR form from the row keys (which are re-sorted here): pairs in

@@ -274,7 +274,7 @@ fn resample_fits_match_fully_converged_fits() {
     ] {
         with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
             let mut quick = vec![0.0; p];
-            start.start(pairs, data, &mut quick);
+            start.start(newton, pairs, data, &mut quick);
             newton
                 .solve(pairs, data, 0.1, &mut quick, RESAMPLE_STEP_TOL)
                 .expect("converges");
@@ -324,8 +324,8 @@ fn comparisons_only_input_gives_the_same_comparison_bootstrap_and_refuses_tasks(
     );
 }
 
-/// The chord refits (linearised start, then chord steps on the full-data Hessian factor,
-/// stopped at `CHORD_STEP_TOL`) agree with fully converged fits of the same resampled data to
+/// The chord refits (linearised start, then chord steps on the full-data Hessian inverse,
+/// stopped at `CHORD_TOL`) agree with fully converged fits of the same resampled data to
 /// far better than the resampling noise (1e-5 in θ is 0.002 rating points).
 #[test]
 fn chord_refits_match_fully_converged_fits() {
@@ -337,8 +337,8 @@ fn chord_refits_match_fully_converged_fits() {
         let mut refined = 0;
         with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
             let mut quick = vec![0.0; p];
-            start.start(pairs, data, &mut quick);
-            if !start.refine(newton, pairs, data, &mut quick, CHORD_STEP_TOL) {
+            let step = start.start(newton, pairs, data, &mut quick);
+            if !start.refine(newton, pairs, data, &mut quick, step, CHORD_TOL) {
                 return;
             }
             refined += 1;

@@ -300,14 +300,16 @@ pub(crate) struct LinearisedStart {
     theta: Vec<f64>,
     /// σ(θ̂_i − θ̂_j) per pair.
     sigma: Vec<f64>,
-    /// Cholesky factor of the full-data Hessian at θ̂.
-    factor: Vec<f64>,
+    /// H(θ̂)⁻¹, the inverse of the full-data Hessian (row-major, symmetric). Formed once, so
+    /// every step is a matrix–vector product of independent multiply-adds instead of two
+    /// triangular solves, whose every entry waits for the one before.
+    inverse: Vec<f64>,
     prior: f64,
 }
 
 impl LinearisedStart {
-    /// Precomputes σ and the Hessian factor at `theta` for the full data; `None` if the
-    /// Hessian is not numerically positive definite (then start at θ̂ itself).
+    /// Precomputes σ and H(θ̂)⁻¹ for the full data; `None` if the Hessian is not numerically
+    /// positive definite (then start at θ̂ itself).
     pub(crate) fn new(
         pairs: &[(usize, usize)],
         full: &PairData,
@@ -323,34 +325,57 @@ impl LinearisedStart {
             .iter()
             .map(|&(i, j)| expo.sigmoid_pair(theta, i, j).0)
             .collect();
-        cholesky_factor(&mut factor, p).then(|| LinearisedStart {
+        if !cholesky_factor(&mut factor, p) {
+            return None;
+        }
+        // Column k of H⁻¹ solves H x = e_k; H⁻¹ is symmetric, so it is also row k.
+        let mut inverse = vec![0.0; p * p];
+        for (k, column) in inverse.chunks_exact_mut(p).enumerate() {
+            column[k] = 1.0;
+            solve_factored(&factor, column, p);
+        }
+        Some(LinearisedStart {
             theta: theta.to_vec(),
             sigma,
-            factor,
+            inverse,
             prior,
         })
     }
 
-    /// Refines `theta` for the resampled `data` with the chord method: Newton steps that reuse
-    /// the full-data Hessian factor instead of refactoring, θ ← θ − H(θ̂)⁻¹·g(θ) (Ortega &
-    /// Rheinboldt 1970, §7.1). Each step costs O(pairs + p²) instead of O(p³). Resampled data
-    /// differ from the full data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the
-    /// iteration contracts fast; stops when a step is below `step_tol`. Returns false (and
-    /// leaves `theta` to a full Newton solve) if it does not contract.
+    /// `out = H(θ̂)⁻¹·g`, summed as Σ_k g_k·(row k) so that the inner loop is an axpy.
+    fn apply_inverse(&self, g: &[f64], out: &mut [f64]) {
+        let p = self.theta.len();
+        out.fill(0.0);
+        for (row, &gk) in self.inverse.chunks_exact(p).zip(g) {
+            for (o, &h) in out.iter_mut().zip(row) {
+                *o += gk * h;
+            }
+        }
+    }
+
+    /// Refines `theta` (a [`LinearisedStart::start`] whose step had size `start_step`) for
+    /// the resampled `data` with the chord method: Newton steps that reuse the full-data
+    /// Hessian instead of refactoring, θ ← θ − H(θ̂)⁻¹·g(θ) (Ortega & Rheinboldt 1970, §7.1).
+    /// Each step costs O(pairs + p²) instead of O(p³). Resampled data differ from the full
+    /// data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the steps shrink
+    /// geometrically, by a ratio ρ ≤ ½ (else this gives up). Then the distance left to the
+    /// solution after a step of size s is about s·ρ/(1 − ρ) ≤ s: stops when that estimate
+    /// (ρ from the last two steps) is below `tol`. Returns false (and leaves `theta` to a full
+    /// Newton solve) if the steps do not shrink.
     pub(crate) fn refine(
         &self,
         newton: &mut Newton,
         pairs: &[(usize, usize)],
         data: &PairData,
         theta: &mut [f64],
-        step_tol: f64,
+        start_step: f64,
+        tol: f64,
     ) -> bool {
-        let p = self.theta.len();
-        let mut previous = f64::INFINITY;
+        let mut previous = start_step;
         for _ in 0..CHORD_ITERATIONS {
             let expo = Exponentials::new(theta, &mut newton.expo);
-            gradient(pairs, data, self.prior, theta, &expo, &mut newton.step);
-            solve_factored(&self.factor, &mut newton.step, p);
+            gradient(pairs, data, self.prior, theta, &expo, &mut newton.grad);
+            self.apply_inverse(&newton.grad, &mut newton.step);
             let size = newton.step.iter().fold(0.0_f64, |m, s| m.max(s.abs()));
             if !size.is_finite() || size > 0.5 * previous {
                 return false;
@@ -359,7 +384,8 @@ impl LinearisedStart {
                 .iter_mut()
                 .zip(&newton.step)
                 .for_each(|(t, s)| *t -= s);
-            if size < step_tol {
+            let ratio = size / previous;
+            if size * ratio / (1.0 - ratio) < tol {
                 return true;
             }
             previous = size;
@@ -367,21 +393,31 @@ impl LinearisedStart {
         false
     }
 
-    /// Writes θ₀ for the resampled `data` into `out` (O(pairs + p²), no factorisation).
-    pub(crate) fn start(&self, pairs: &[(usize, usize)], data: &PairData, out: &mut [f64]) {
-        let p = self.theta.len();
-        for (g, &t) in out.iter_mut().zip(&self.theta) {
+    /// Writes θ₀ for the resampled `data` into `out` (O(pairs + p²), no factorisation) and
+    /// returns the size ‖θ₀ − θ̂‖∞ of that step.
+    pub(crate) fn start(
+        &self,
+        newton: &mut Newton,
+        pairs: &[(usize, usize)],
+        data: &PairData,
+        out: &mut [f64],
+    ) -> f64 {
+        let g = &mut newton.grad;
+        for (g, &t) in g.iter_mut().zip(&self.theta) {
             *g = self.prior * t;
         }
         for (((&(i, j), &w), &n), &sig) in pairs.iter().zip(&data.w).zip(&data.n).zip(&self.sigma) {
             let r = n * sig - w;
-            out[i] += r;
-            out[j] -= r;
+            g[i] += r;
+            g[j] -= r;
         }
-        solve_factored(&self.factor, out, p);
-        for (x, &t) in out.iter_mut().zip(&self.theta) {
-            *x = t - *x;
+        self.apply_inverse(&newton.grad, &mut newton.step);
+        let mut size = 0.0_f64;
+        for ((x, &t), &s) in out.iter_mut().zip(&self.theta).zip(&newton.step) {
+            *x = t - s;
+            size = size.max(s.abs());
         }
+        size
     }
 }
 
@@ -400,10 +436,22 @@ fn gradient(
     for (g, &t) in grad.iter_mut().zip(theta) {
         *g = prior * t;
     }
+    // Pairs come sorted by their first model, so its sum stays in a register for the run of
+    // its pairs instead of going through memory once per pair.
+    let (mut current, mut sum) = (usize::MAX, 0.0);
     for ((&(i, j), &w), &n) in pairs.iter().zip(&data.w).zip(&data.n) {
         let r = n * expo.sigmoid_pair(theta, i, j).0 - w;
-        grad[i] += r;
+        if i != current {
+            if let Some(g) = grad.get_mut(current) {
+                *g += sum;
+            }
+            (current, sum) = (i, 0.0);
+        }
+        sum += r;
         grad[j] -= r;
+    }
+    if let Some(g) = grad.get_mut(current) {
+        *g += sum;
     }
 }
 

@@ -96,6 +96,19 @@ impl PairCounts {
         Ok(())
     }
 
+    /// Adds every count of `other` (same models) to these.
+    pub(crate) fn merge(&mut self, other: &PairCounts) {
+        debug_assert_eq!(self.n_models, other.n_models);
+        for (t, o) in self.tallies.iter_mut().zip(&other.tallies) {
+            for (x, y) in t.iter_mut().zip(o) {
+                *x += y;
+            }
+        }
+        for (x, y) in self.both_bad.iter_mut().zip(&other.both_bad) {
+            *x += y;
+        }
+    }
+
     /// The number of models.
     pub fn n_models(&self) -> usize {
         self.n_models

@@ -53,7 +53,7 @@ pub fn cohen_kappa(
 }
 
 /// 95% percentile bootstrap interval of kappa over items, from `resamples` resamples seeded
-/// by `seed` (ChaCha8, one stream per resample). Resampling items with replacement is drawn
+/// by `seed` (one generator per resample, see `resample_rng`). Resampling items with replacement is drawn
 /// as a multinomial over the 16 contingency cells, which has the same distribution.
 /// Resamples in which kappa is undefined are left out; `None` when none is defined.
 pub fn kappa_bootstrap(

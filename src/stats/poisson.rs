@@ -15,13 +15,68 @@ use rand_core::{Rng, SeedableRng};
 /// Below this mean inversion is used (Hörmann's recommendation for PTRS).
 const PTRS_MIN_MEAN: f64 = 10.0;
 
-/// The generator of bootstrap resample `resample`: ChaCha8 keyed by `seed` (expanded with
-/// `SeedableRng::seed_from_u64`) on stream `resample`. Every resample owns an independent
-/// stream, so results do not depend on how resamples are spread over threads.
-pub(crate) fn resample_rng(seed: u64, resample: usize) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(resample as u64);
-    rng
+/// The generator of bootstrap resample `resample`: xoshiro256++ seeded with the first 256
+/// bits of ChaCha8 keyed by `seed` (expanded with `SeedableRng::seed_from_u64`) on stream
+/// `resample`. Every resample owns an independent, well-separated generator, so results do
+/// not depend on how resamples are spread over threads. ChaCha8 alone would do, but a
+/// resample draws thousands of numbers and xoshiro makes them about three times faster.
+pub(crate) fn resample_rng(seed: u64, resample: usize) -> Xoshiro256 {
+    let mut chacha = ChaCha8Rng::seed_from_u64(seed);
+    chacha.set_stream(resample as u64);
+    Xoshiro256::from_rng(&mut chacha)
+}
+
+/// xoshiro256++ (D. Blackman & S. Vigna, "Scrambled linear pseudorandom number generators",
+/// ACM TOMS 47(4), 2021): 256 bits of state, period 2^256 − 1, passes BigCrush and PractRand.
+#[derive(Debug, Clone)]
+pub(crate) struct Xoshiro256 {
+    s: [u64; 4],
+}
+
+impl Xoshiro256 {
+    /// A generator with 256 bits of state from `rng` (never all zero).
+    fn from_rng<R: Rng + ?Sized>(rng: &mut R) -> Xoshiro256 {
+        let mut s = [0u64; 4];
+        while s == [0; 4] {
+            s = [
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+            ];
+        }
+        Xoshiro256 { s }
+    }
+}
+
+impl rand_core::TryRng for Xoshiro256 {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.try_next_u64()? >> 32) as u32)
+    }
+
+    #[inline]
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        let s = &mut self.s;
+        let result = (s[0].wrapping_add(s[3])).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        Ok(result)
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = self.try_next_u64()?.to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
 }
 
 /// A uniform variate on the open interval (0, 1) with 53 random bits.
