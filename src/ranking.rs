@@ -412,6 +412,48 @@ mod tests {
         assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     }
 
+    /// The whole leaderboard (aggregation split over threads, bootstrap, side thread) is the
+    /// same for any thread count, with both bootstrap units and failed rows mixed in.
+    #[test]
+    fn leaderboard_is_identical_for_any_thread_count() {
+        let models: Vec<String> = (0..6).map(|i| format!("m{i}")).collect();
+        let outcomes = [
+            Outcome::AWins,
+            Outcome::BWins,
+            Outcome::Tie,
+            Outcome::BothBad,
+        ];
+        let rows: Vec<Row> = (0..997u32)
+            .map(|k| {
+                let (a, b) = (k % 6, (k * 7 + 1) % 6);
+                let b = if a == b { (a + 1) % 6 } else { b };
+                if k % 50 == 0 {
+                    Row {
+                        a,
+                        b,
+                        outcome: RowOutcome::Failed,
+                        task: k % 40,
+                    }
+                } else {
+                    row(a, b, outcomes[((k * k) % 7 % 4) as usize], k % 40)
+                }
+            })
+            .collect();
+        for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+            let at = |threads| {
+                let p = RankParams {
+                    unit,
+                    threads,
+                    ..params()
+                };
+                rank(&models, &rows, p, &[]).expect("ranks")
+            };
+            let one = at(1);
+            assert_eq!(one, at(2), "{unit:?}");
+            assert_eq!(one, at(5), "{unit:?}");
+        }
+    }
+
     #[test]
     fn edge_cases_are_clear() {
         let one = vec!["a".to_string()];
