@@ -111,14 +111,13 @@ pub fn rank(
         let fitted = fit_and_bootstrap(n, rows, params);
         (fitted, side.join().expect("the per-model thread panicked"))
     });
-    let (fit, boot) = fitted?;
+    let (fit, boot, groups) = fitted?;
     let PerModel {
         tally,
         rated,
         both_bad,
         failed,
         elos,
-        groups,
     } = side?;
     let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
     let mut warnings = Vec::new();
@@ -164,12 +163,13 @@ pub fn rank(
     })
 }
 
-/// Aggregates the rated rows, fits Bradley–Terry and bootstraps it.
+/// Aggregates the rated rows, fits Bradley–Terry and bootstraps it; also returns the number
+/// of connected groups in the graph of rated games.
 fn fit_and_bootstrap(
     n: usize,
     rows: &[Row],
     params: RankParams,
-) -> Result<(BtFit, BootstrapResult), RankError> {
+) -> Result<(BtFit, BootstrapResult, usize), RankError> {
     // Aggregated in contiguous parts on all threads; a bad row is reported from the first
     // part that has one, so the error is the file's first either way.
     let part = rows.len().div_ceil(params.threads.max(1)).max(1);
@@ -204,7 +204,7 @@ fn fit_and_bootstrap(
         params.threads,
         &fit,
     )?;
-    Ok((fit, boot))
+    Ok((fit, boot, connected_groups(n, &input.active.models)))
 }
 
 /// Aggregates `rows` for the bootstrap; also returns how many are rated (not both-bad).
@@ -235,8 +235,6 @@ struct PerModel {
     both_bad: u64,
     failed: u64,
     elos: Vec<EloEntry>,
-    /// Connected groups of the graph of rated games.
-    groups: usize,
 }
 
 fn per_model_columns(n: usize, rows: &[Row]) -> Result<PerModel, RankError> {
@@ -276,14 +274,12 @@ fn per_model_columns(n: usize, rows: &[Row]) -> Result<PerModel, RankError> {
         RowOutcome::Failed => None,
     });
     let elos = elo(n, elo_rows)?;
-    let groups = connected_groups(n, rows, &tally);
     Ok(PerModel {
         tally,
         rated,
         both_bad,
         failed,
         elos,
-        groups,
     })
 }
 
@@ -323,8 +319,9 @@ fn standing(
     }
 }
 
-/// Connected components of the graph of rated games, counting only models that played.
-fn connected_groups(n: usize, rows: &[Row], tally: &[[u64; 5]]) -> usize {
+/// Connected components of the graph of rated games (`pairs`: the pairs with at least one),
+/// counting only models that played.
+fn connected_groups(n: usize, pairs: &[(usize, usize)]) -> usize {
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(p: &mut [usize], mut x: usize) -> usize {
         while p[x] != x {
@@ -333,19 +330,17 @@ fn connected_groups(n: usize, rows: &[Row], tally: &[[u64; 5]]) -> usize {
         }
         x
     }
-    for r in rows {
-        if matches!(r.outcome, RowOutcome::Rated(o) if o != Outcome::BothBad) {
-            let (x, y) = (
-                find(&mut parent, r.a as usize),
-                find(&mut parent, r.b as usize),
-            );
-            parent[x] = y;
-        }
+    let mut played = vec![false; n];
+    for &(a, b) in pairs {
+        let (x, y) = (find(&mut parent, a), find(&mut parent, b));
+        parent[x] = y;
+        played[a] = true;
+        played[b] = true;
     }
-    let played: Vec<usize> = (0..n)
-        .filter(|&i| tally[i][0] + tally[i][1] + tally[i][2] > 0)
+    let mut roots: Vec<usize> = (0..n)
+        .filter(|&i| played[i])
+        .map(|i| find(&mut parent, i))
         .collect();
-    let mut roots: Vec<usize> = played.iter().map(|&i| find(&mut parent, i)).collect();
     roots.sort_unstable();
     roots.dedup();
     roots.len()
