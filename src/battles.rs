@@ -86,8 +86,8 @@ struct Chunk {
 }
 
 /// Parses battles from `reader`: model names in order of first appearance and the rows in
-/// file order. `unit` = task requires a `question_id` on every row; without one a row's task
-/// is `u32::MAX`.
+/// file order. `unit` = task requires a `question_id` on every row and numbers the tasks;
+/// `unit` = comparison needs no tasks, and every row's task is `u32::MAX`.
 pub fn parse_battles(
     mut reader: impl Read + Send,
     unit: BootstrapUnit,
@@ -432,8 +432,8 @@ fn add_row<'a>(
     let a = intern(models, &mut chunk.models, model_a)?;
     let b = intern(models, &mut chunk.models, model_b)?;
     let task = match question {
-        Some(q) => intern(tasks, &mut chunk.tasks, q)?,
-        None => u32::MAX,
+        Some(q) if unit == BootstrapUnit::Task => intern(tasks, &mut chunk.tasks, q)?,
+        _ => u32::MAX,
     };
     chunk.rows.push(Row {
         a,
@@ -460,10 +460,10 @@ fn add_owned(
     )?;
     let a = intern_owned(models, &mut chunk.models, &r.model_a);
     let b = intern_owned(models, &mut chunk.models, &r.model_b);
-    let task = r
-        .question_id
-        .as_deref()
-        .map_or(u32::MAX, |q| intern_owned(tasks, &mut chunk.tasks, q));
+    let task = match r.question_id.as_deref() {
+        Some(q) if unit == BootstrapUnit::Task => intern_owned(tasks, &mut chunk.tasks, q),
+        _ => u32::MAX,
+    };
     chunk.rows.push(Row {
         a,
         b,

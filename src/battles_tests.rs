@@ -19,6 +19,10 @@ fn rows_in_file_order_with_interned_names() {
     let r: Vec<(u32, u32, u32)> = rows.iter().map(|r| (r.a, r.b, r.task)).collect();
     assert_eq!(r, [(0, 1, 0), (2, 0, 1), (1, 2, 0)]);
     assert_eq!(rows[1].outcome, RowOutcome::Rated(Outcome::BothBad));
+    // The comparison bootstrap needs no tasks: none are numbered.
+    let (same_models, untasked) = parse(text, BootstrapUnit::Comparison).expect("valid");
+    assert_eq!(same_models, models);
+    assert!(untasked.iter().all(|r| r.task == u32::MAX));
 }
 
 #[test]
