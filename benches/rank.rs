@@ -2,7 +2,7 @@
 //! both-bad rows included): 10k × 20, 100k × 50 and 1M × 100 (rows × models). Reports the
 //! parse-only time of judge's parser and of a plain one-thread serde_json read (in process), the
 //! whole command's wall time (process start to exit) and its peak memory (via
-//! `/usr/bin/time`), best of three.
+//! `/usr/bin/time`): best of five rounds, and per-round ratios (see [`ROUNDS`]).
 //! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
@@ -72,16 +72,38 @@ fn serde_parse(path: &Path) -> usize {
     n
 }
 
-fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let mut best = f64::INFINITY;
-    let mut last = None;
-    for _ in 0..n {
-        let t = Instant::now();
-        let v = f();
-        best = best.min(t.elapsed().as_secs_f64());
-        last = Some(v);
-    }
-    (best, last.expect("n > 0"))
+/// Measurement rounds per size. Each round times the parser, the serde read and the whole
+/// command back to back, so that the VM's drifting speed affects all three alike; the table
+/// shows the best time of each and the median over rounds of the per-round ratios.
+const ROUNDS: usize = 5;
+
+fn timed<T>(f: impl FnOnce() -> T) -> (f64, T) {
+    let t = Instant::now();
+    let v = f();
+    (t.elapsed().as_secs_f64(), v)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Runs `judge rank` on `path` under /usr/bin/time: (wall seconds, peak RSS in KB).
+fn run_rank(exe: &str, path: &Path, out: &Path) -> (f64, u64) {
+    let started = Instant::now();
+    let result = Command::new("/usr/bin/time")
+        .args(["-f", "%M", exe, "rank", "--comparisons"])
+        .arg(path)
+        .args(["--format", "json", "--output"])
+        .arg(out)
+        .output()
+        .expect("run judge rank under /usr/bin/time");
+    // Wall time from here (1 µs resolution; /usr/bin/time's %e has 10 ms).
+    let wall = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let last = stderr.lines().last().expect("time output");
+    (wall, last.trim().parse().expect("max rss kb"))
 }
 
 fn main() {
@@ -102,41 +124,32 @@ fn main() {
     for (rows, models) in [(10_000, 20), (100_000, 50), (1_000_000, 100)] {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
         write_battles(&path, rows, models);
-        let (parse_s, parsed) = best_of(3, || {
-            let f = std::fs::File::open(&path).expect("open");
-            parse_battles(f, BootstrapUnit::Comparison).expect("parse")
-        });
-        assert_eq!(parsed.1.len(), rows);
-        let (serde_s, n) = best_of(3, || serde_parse(&path));
-        assert_eq!(n, rows);
-        let mut best_wall = f64::INFINITY;
+        let (mut parse, mut serde, mut whole) = (Vec::new(), Vec::new(), Vec::new());
         let mut peak_kb = 0u64;
-        for _ in 0..3 {
-            let started = Instant::now();
-            let out = Command::new("/usr/bin/time")
-                .args(["-f", "%M", exe, "rank", "--comparisons"])
-                .arg(&path)
-                .args(["--format", "json", "--output"])
-                .arg(dir.join("out.json"))
-                .output()
-                .expect("run judge rank under /usr/bin/time");
-            // Wall time from here (1 µs resolution; /usr/bin/time's %e has 10 ms).
-            let wall = started.elapsed().as_secs_f64();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr.lines().last().expect("time output");
-            let kb: u64 = last.trim().parse().expect("max rss kb");
-            best_wall = best_wall.min(wall);
+        for _ in 0..ROUNDS {
+            let (t, parsed) = timed(|| {
+                let f = std::fs::File::open(&path).expect("open");
+                parse_battles(f, BootstrapUnit::Comparison).expect("parse")
+            });
+            assert_eq!(parsed.1.len(), rows);
+            drop(parsed);
+            parse.push(t);
+            let (t, n) = timed(|| serde_parse(&path));
+            assert_eq!(n, rows);
+            serde.push(t);
+            let (t, kb) = run_rank(exe, &path, &dir.join("out.json"));
+            whole.push(t);
             peak_kb = peak_kb.max(kb);
         }
+        let best = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let ratio = |base: &[f64]| median(whole.iter().zip(base).map(|(w, b)| w / b).collect());
         println!(
-            "{rows:>10} {models:>7} {parse_s:>11.3} {serde_s:>11.3} {best_wall:>11.3} {:>12.2} {:>12.2} {:>9.1}",
-            best_wall / parse_s,
-            best_wall / serde_s,
+            "{rows:>10} {models:>7} {:>11.3} {:>11.3} {:>11.3} {:>12.2} {:>12.2} {:>9.1}",
+            best(&parse),
+            best(&serde),
+            best(&whole),
+            ratio(&parse),
+            ratio(&serde),
             peak_kb as f64 / 1024.0
         );
     }
