@@ -104,21 +104,29 @@ pub fn rank(
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
-    // The per-model columns (tallies, Elo, connectivity) do not wait for the fit: they are
-    // worked out on a side thread while the fit and the bootstrap run.
-    let (fitted, side) = std::thread::scope(|scope| {
-        let side = scope.spawn(|| per_model_columns(n, rows));
+    // Elo needs every row in order and nothing from the fit: it runs on a side thread while
+    // the rows are aggregated, fitted and bootstrapped.
+    let (fitted, elos) = std::thread::scope(|scope| {
+        let side = scope.spawn(|| {
+            let rated = rows.iter().filter_map(|r| match r.outcome {
+                RowOutcome::Rated(o) => Some((r.a as usize, r.b as usize, o)),
+                RowOutcome::Failed => None,
+            });
+            elo(n, rated)
+        });
         let fitted = fit_and_bootstrap(n, rows, params);
-        (fitted, side.join().expect("the per-model thread panicked"))
+        (fitted, side.join().expect("the Elo thread panicked"))
     });
-    let (fit, boot, groups) = fitted?;
-    let PerModel {
+    let Aggregated {
+        fit,
+        boot,
+        groups,
         tally,
         rated,
         both_bad,
         failed,
-        elos,
-    } = side?;
+    } = fitted?;
+    let elos = elos?;
     let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
     let mut warnings = Vec::new();
     for (i, m) in models.iter().enumerate() {
@@ -163,17 +171,26 @@ pub fn rank(
     })
 }
 
-/// Aggregates the rated rows, fits Bradley–Terry and bootstraps it; also returns the number
-/// of connected groups in the graph of rated games.
-fn fit_and_bootstrap(
-    n: usize,
-    rows: &[Row],
-    params: RankParams,
-) -> Result<(BtFit, BootstrapResult, usize), RankError> {
+/// What [`fit_and_bootstrap`] works out.
+struct Aggregated {
+    fit: BtFit,
+    boot: BootstrapResult,
+    /// Connected groups of the graph of rated games.
+    groups: usize,
+    /// Per model: wins, losses, ties, both_bad, failed.
+    tally: Vec<[u64; 5]>,
+    rated: u64,
+    both_bad: u64,
+    failed: u64,
+}
+
+/// Aggregates the rows, fits Bradley–Terry and bootstraps it; the per-model counts come from
+/// the same aggregation.
+fn fit_and_bootstrap(n: usize, rows: &[Row], params: RankParams) -> Result<Aggregated, RankError> {
     // Aggregated in contiguous parts on all threads; a bad row is reported from the first
     // part that has one, so the error is the file's first either way.
     let part = rows.len().div_ceil(params.threads.max(1)).max(1);
-    let parts: Vec<Result<(BootstrapInputBuilder, u64), RankError>> = std::thread::scope(|s| {
+    let parts: Vec<Result<Part, RankError>> = std::thread::scope(|s| {
         let handles: Vec<_> = rows
             .chunks(part)
             .map(|chunk| s.spawn(move || aggregate(n, chunk, params.unit)))
@@ -184,17 +201,22 @@ fn fit_and_bootstrap(
             .collect()
     });
     let mut parts = parts.into_iter();
-    let (mut builder, mut rated) = parts.next().expect("rows are not empty")?;
+    let mut total = parts.next().expect("rows are not empty")?;
     for next in parts {
-        let (more, more_rated) = next?;
-        builder.merge(more);
-        rated += more_rated;
+        let more = next?;
+        total.builder.merge(more.builder);
+        for (x, y) in total.failed.iter_mut().zip(more.failed) {
+            *x += y;
+        }
+        total.failed_rows += more.failed_rows;
     }
+    let input = total.builder.build();
+    let counts = input.counts();
+    let rated = counts.rated_total();
     if rated == 0 {
         return Err(RankError::NoRatedComparisons);
     }
-    let input = builder.build();
-    let fit = fit_bradley_terry(input.counts(), params.prior, None)?;
+    let fit = fit_bradley_terry(counts, params.prior, None)?;
     let boot = bootstrap(
         &input,
         params.unit,
@@ -204,83 +226,59 @@ fn fit_and_bootstrap(
         params.threads,
         &fit,
     )?;
-    Ok((fit, boot, connected_groups(n, &input.active.models)))
-}
-
-/// Aggregates `rows` for the bootstrap; also returns how many are rated (not both-bad).
-fn aggregate(
-    n: usize,
-    rows: &[Row],
-    unit: BootstrapUnit,
-) -> Result<(BootstrapInputBuilder, u64), RankError> {
-    let mut builder = match unit {
-        BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
-        BootstrapUnit::Task => BootstrapInputBuilder::new(n),
-    };
-    let mut rated = 0u64;
-    for r in rows {
-        if let RowOutcome::Rated(o) = r.outcome {
-            builder.add(r.a as usize, r.b as usize, o, r.task as usize)?;
-            rated += u64::from(o != Outcome::BothBad);
-        }
-    }
-    Ok((builder, rated))
-}
-
-/// Everything per model that does not need the fit.
-struct PerModel {
-    /// Per model: wins, losses, ties, both_bad, failed.
-    tally: Vec<[u64; 5]>,
-    rated: u64,
-    both_bad: u64,
-    failed: u64,
-    elos: Vec<EloEntry>,
-}
-
-fn per_model_columns(n: usize, rows: &[Row]) -> Result<PerModel, RankError> {
-    let mut tally = vec![[0u64; 5]; n];
-    let (mut rated, mut both_bad, mut failed) = (0u64, 0u64, 0u64);
-    for r in rows {
-        let (a, b) = (r.a as usize, r.b as usize);
-        if a >= n || b >= n {
-            // Reported by the fit, which checks every row.
-            continue;
-        }
-        match r.outcome {
-            RowOutcome::Failed => {
-                failed += 1;
-                tally[a][4] += 1;
-                tally[b][4] += 1;
-            }
-            RowOutcome::Rated(o) => {
-                let (ia, ib) = match o {
-                    Outcome::AWins => (0, 1),
-                    Outcome::BWins => (1, 0),
-                    Outcome::Tie => (2, 2),
-                    Outcome::BothBad => (3, 3),
-                };
-                tally[a][ia] += 1;
-                tally[b][ib] += 1;
-                if o == Outcome::BothBad {
-                    both_bad += 1
-                } else {
-                    rated += 1
-                }
-            }
-        }
-    }
-    let elo_rows = rows.iter().filter_map(|r| match r.outcome {
-        RowOutcome::Rated(o) => Some((r.a as usize, r.b as usize, o)),
-        RowOutcome::Failed => None,
-    });
-    let elos = elo(n, elo_rows)?;
-    Ok(PerModel {
+    let tally = counts
+        .per_model()
+        .iter()
+        .zip(&total.failed)
+        .map(|(&[w, l, t, b], &f)| [w, l, t, b, f])
+        .collect();
+    Ok(Aggregated {
+        fit,
+        boot,
+        groups: connected_groups(n, &input.active.models),
         tally,
         rated,
-        both_bad,
-        failed,
-        elos,
+        both_bad: counts.both_bad_total(),
+        failed: total.failed_rows,
     })
+}
+
+/// One thread's share of the aggregation.
+struct Part {
+    builder: BootstrapInputBuilder,
+    /// Failed comparisons per model (they never reach the builder).
+    failed: Vec<u64>,
+    failed_rows: u64,
+}
+
+fn aggregate(n: usize, rows: &[Row], unit: BootstrapUnit) -> Result<Part, RankError> {
+    let mut part = Part {
+        builder: match unit {
+            BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
+            BootstrapUnit::Task => BootstrapInputBuilder::new(n),
+        },
+        failed: vec![0; n],
+        failed_rows: 0,
+    };
+    for r in rows {
+        let (a, b) = (r.a as usize, r.b as usize);
+        match r.outcome {
+            RowOutcome::Rated(o) => part.builder.add(a, b, o, r.task as usize)?,
+            RowOutcome::Failed => {
+                if a >= n || b >= n {
+                    return Err(StatsError::ModelOutOfRange {
+                        index: a.max(b),
+                        n_models: n,
+                    }
+                    .into());
+                }
+                part.failed[a] += 1;
+                part.failed[b] += 1;
+                part.failed_rows += 1;
+            }
+        }
+    }
+    Ok(part)
 }
 
 #[expect(

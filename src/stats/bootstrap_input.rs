@@ -240,7 +240,7 @@ impl BootstrapInputBuilder {
         task: usize,
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.counts.n_models(), a, b, outcome)?;
-        self.counts.add(a, b, outcome)?;
+        self.counts.add_located(a, b, pair, cell, 1);
         if self.keep_tasks {
             self.keys
                 .push((task, 4 * pair as u64 + cell.unwrap_or(3) as u64));

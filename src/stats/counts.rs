@@ -86,6 +86,19 @@ impl PairCounts {
         count: u64,
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.n_models, a, b, outcome)?;
+        self.add_located(a, b, pair, cell, count);
+        Ok(())
+    }
+
+    /// [`PairCounts::add_count`] for a row already [`locate`]d.
+    pub(crate) fn add_located(
+        &mut self,
+        a: usize,
+        b: usize,
+        pair: usize,
+        cell: Option<usize>,
+        count: u64,
+    ) {
         match cell {
             Some(cell) => self.tallies[pair][cell] += count,
             None => {
@@ -93,7 +106,6 @@ impl PairCounts {
                 self.both_bad[b] += count;
             }
         }
-        Ok(())
     }
 
     /// Adds every count of `other` (same models) to these.
@@ -107,6 +119,27 @@ impl PairCounts {
         for (x, y) in self.both_bad.iter_mut().zip(&other.both_bad) {
             *x += y;
         }
+    }
+
+    /// Per model: `[wins, losses, ties, both bad]`, summed from the pair tallies.
+    pub fn per_model(&self) -> Vec<[u64; 4]> {
+        let p = self.n_models;
+        let mut out = vec![[0u64; 4]; p];
+        for i in 0..p {
+            for j in i + 1..p {
+                let [lo, hi, ties] = self.tallies[pair_index(p, i, j)];
+                out[i][0] += lo;
+                out[i][1] += hi;
+                out[i][2] += ties;
+                out[j][0] += hi;
+                out[j][1] += lo;
+                out[j][2] += ties;
+            }
+        }
+        for (o, &both_bad) in out.iter_mut().zip(&self.both_bad) {
+            o[3] = both_bad;
+        }
+        out
     }
 
     /// The number of models.

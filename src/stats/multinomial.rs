@@ -167,11 +167,10 @@ impl AliasTable {
     /// One cell index, drawn with probability w_c / N (requires N > 0).
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
         let bucket = uniform_below(rng, self.threshold.len() as u64) as usize;
-        if uniform_below(rng, self.total) < self.threshold[bucket] {
-            bucket
-        } else {
-            self.alias[bucket] as usize
-        }
+        let keep = uniform_below(rng, self.total) < self.threshold[bucket];
+        let alias = self.alias[bucket] as usize;
+        // A select, not a branch: which way it goes is a coin flip the CPU cannot predict.
+        [alias, bucket][usize::from(keep)]
     }
 }
 

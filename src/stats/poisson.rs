@@ -87,6 +87,7 @@ pub(crate) fn open_unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 
 /// An exactly uniform integer in `0..n` (`n > 0`): D. Lemire, "Fast random integer
 /// generation in an interval", ACM TOMACS 29 (2019), multiply-shift with rejection.
+#[inline]
 pub(crate) fn uniform_below<R: Rng + ?Sized>(rng: &mut R, n: u64) -> u64 {
     debug_assert!(n > 0);
     let mut product = u128::from(rng.next_u64()) * u128::from(n);
