@@ -102,21 +102,47 @@ pub(crate) fn win_rates_into(theta: &[f64], out: &mut [f64], scratch: &mut Vec<f
     }
     out.fill(0.0);
     let expo = Exponentials::new(theta, scratch);
-    for i in 0..p {
-        for j in i + 1..p {
-            let (fwd, back) = expo.sigmoid_pair(theta, i, j);
-            out[i] += fwd;
-            out[j] += back;
+    if expo.no_underflow {
+        // σ(θ_i − θ_j) summed over j ≠ i: with E_i/(E_i + E_j) the loop has no calls and
+        // each term is independent, so it vectorises.
+        let e = expo.e;
+        let (quads, rest) = e.split_at(e.len() - e.len() % 4);
+        for (i, x) in out.iter_mut().enumerate() {
+            let ei = e[i];
+            // Four running sums, so that the additions do not wait on each other.
+            let mut sums = [0.0; 4];
+            for quad in quads.chunks_exact(4) {
+                for (s, &ej) in sums.iter_mut().zip(quad) {
+                    *s += ei / (ei + ej);
+                }
+            }
+            let tail: f64 = rest.iter().map(|&ej| ei / (ei + ej)).sum();
+            // The j = i term is exactly ½.
+            *x = (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail - 0.5;
+        }
+    } else {
+        for i in 0..p {
+            for j in i + 1..p {
+                let (fwd, back) = expo.sigmoid_pair(theta, i, j);
+                out[i] += fwd;
+                out[j] += back;
+            }
         }
     }
     let field = (p - 1) as f64;
     out.iter_mut().for_each(|x| *x /= field);
 }
 
+/// Below this E_i + E_j, σ is computed from θ directly.
+const UNDERFLOW_GUARD: f64 = 1e-280;
+
 /// e^(θ_i − max θ), so that σ(θ_i − θ_j) = E_i/(E_i + E_j) costs a division, not an
 /// exponential, per pair.
 struct Exponentials<'a> {
     e: &'a [f64],
+    /// Every E_i + E_j is above the underflow guard of [`Exponentials::sigmoid_pair`] (true
+    /// unless the strengths span more than about 640 in θ).
+    no_underflow: bool,
 }
 
 impl<'a> Exponentials<'a> {
@@ -124,7 +150,11 @@ impl<'a> Exponentials<'a> {
         let top = theta.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         buf.clear();
         buf.extend(theta.iter().map(|t| (t - top).exp()));
-        Exponentials { e: buf }
+        let smallest = buf.iter().copied().fold(f64::INFINITY, f64::min);
+        Exponentials {
+            e: buf,
+            no_underflow: smallest > UNDERFLOW_GUARD,
+        }
     }
 
     /// `(σ(θ_i − θ_j), σ(θ_j − θ_i))`; falls back to the direct formula in the (never seen
@@ -132,7 +162,7 @@ impl<'a> Exponentials<'a> {
     fn sigmoid_pair(&self, theta: &[f64], i: usize, j: usize) -> (f64, f64) {
         let (ei, ej) = (self.e[i], self.e[j]);
         let sum = ei + ej;
-        if sum > 1e-280 {
+        if sum > UNDERFLOW_GUARD {
             (ei / sum, ej / sum)
         } else {
             sigmoid_pair(theta[i] - theta[j])
@@ -436,11 +466,29 @@ fn gradient(
     for (g, &t) in grad.iter_mut().zip(theta) {
         *g = prior * t;
     }
+    if expo.no_underflow {
+        // The common case, kept free of the fallback's function call so that the loop's
+        // values stay in registers.
+        let e = expo.e;
+        add_residuals(pairs, data, grad, |i, j| e[i] / (e[i] + e[j]));
+    } else {
+        add_residuals(pairs, data, grad, |i, j| expo.sigmoid_pair(theta, i, j).0);
+    }
+}
+
+/// Adds each pair's residual r = n·σ_ij − w to `grad[i]` and subtracts it from `grad[j]`.
+#[inline(always)]
+fn add_residuals(
+    pairs: &[(usize, usize)],
+    data: &PairData,
+    grad: &mut [f64],
+    sigma: impl Fn(usize, usize) -> f64,
+) {
     // Pairs come sorted by their first model, so its sum stays in a register for the run of
     // its pairs instead of going through memory once per pair.
     let (mut current, mut sum) = (usize::MAX, 0.0);
     for ((&(i, j), &w), &n) in pairs.iter().zip(&data.w).zip(&data.n) {
-        let r = n * expo.sigmoid_pair(theta, i, j).0 - w;
+        let r = n * sigma(i, j) - w;
         if i != current {
             if let Some(g) = grad.get_mut(current) {
                 *g += sum;

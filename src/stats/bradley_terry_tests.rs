@@ -220,3 +220,28 @@ proptest! {
         prop_assert!(sum.abs() < 1e-10, "sum of theta {}", sum);
     }
 }
+
+/// The vectorised win rates equal the mean of σ(θ_i − θ_j) term by term, and strengths far
+/// enough apart to underflow e^(θ − max θ) take the exact fallback.
+#[test]
+fn win_rates_match_the_direct_formula_in_both_paths() {
+    let direct = |theta: &[f64]| -> Vec<f64> {
+        let p = theta.len();
+        (0..p)
+            .map(|i| {
+                let s: f64 = (0..p)
+                    .filter(|&j| j != i)
+                    .map(|j| sigmoid(theta[i] - theta[j]))
+                    .sum();
+                s / (p - 1) as f64
+            })
+            .collect()
+    };
+    let spread: Vec<f64> = (0..11).map(|i| (i as f64 * 0.37).sin() * 3.0).collect();
+    let extreme = [0.0, -800.0, -801.0, 2.0, -799.5];
+    for theta in [&spread[..], &extreme[..]] {
+        for (got, want) in win_rates(theta).iter().zip(direct(theta)) {
+            assert!((got - want).abs() < 1e-14, "{theta:?}: {got} vs {want}");
+        }
+    }
+}
