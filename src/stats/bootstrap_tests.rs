@@ -362,3 +362,26 @@ fn chord_refits_match_fully_converged_fits() {
         }
     }
 }
+
+/// A "resample" equal to the full data refits to the full-data θ̂ at once (its steps are
+/// zero or rounding-sized, which must end the chord method, not send it to Newton).
+#[test]
+fn chord_refit_of_the_full_data_stays_at_the_full_fit() {
+    use crate::stats::bradley_terry::{LinearisedStart, Newton};
+    let p = 6;
+    let (input, fit) = prepare(p, &synthetic_rows(p, 2000, 40), 0.1);
+    let pairs = &input.active.models;
+    let full = PairData::from_counts(input.counts(), &input.active);
+    let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
+    let mut newton = Newton::new(p);
+    let mut theta = vec![0.0; p];
+    let step = start.start(&mut newton, pairs, &full, &mut theta);
+    assert!(step < 1e-8, "start step {step}");
+    assert!(start.refine(&mut newton, pairs, &full, &mut theta, step, CHORD_TOL));
+    for (t, f) in theta.iter().zip(&fit.theta) {
+        assert!((t - f).abs() < 1e-8, "{t} vs {f}");
+    }
+    // From θ̂ itself with a zero start step as well.
+    let mut exact = fit.theta.clone();
+    assert!(start.refine(&mut newton, pairs, &full, &mut exact, 0.0, CHORD_TOL));
+}

@@ -141,7 +141,7 @@ const UNDERFLOW_GUARD: f64 = 1e-280;
 struct Exponentials<'a> {
     e: &'a [f64],
     /// Every E_i + E_j is above the underflow guard of [`Exponentials::sigmoid_pair`] (true
-    /// unless the strengths span more than about 640 in θ).
+    /// unless the strengths span more than about 645 in θ).
     no_underflow: bool,
 }
 
@@ -388,10 +388,10 @@ impl LinearisedStart {
     /// Hessian instead of refactoring, θ ← θ − H(θ̂)⁻¹·g(θ) (Ortega & Rheinboldt 1970, §7.1).
     /// Each step costs O(pairs + p²) instead of O(p³). Resampled data differ from the full
     /// data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the steps shrink
-    /// geometrically, by a ratio ρ ≤ ½ (else this gives up). Then the distance left to the
-    /// solution after a step of size s is about s·ρ/(1 − ρ) ≤ s: stops when that estimate
-    /// (ρ from the last two steps) is below `tol`. Returns false (and leaves `theta` to a full
-    /// Newton solve) if the steps do not shrink.
+    /// geometrically, by a ratio ρ ≤ ½ (else this gives up, unless the step is already below
+    /// `tol`). Then the distance left to the solution after a step of size s is about
+    /// s·ρ/(1 − ρ) ≤ s: stops when that estimate (ρ from the last two steps) is below `tol`.
+    /// Returns false (and leaves `theta` to a full Newton solve) if the steps do not shrink.
     pub(crate) fn refine(
         &self,
         newton: &mut Newton,
@@ -407,14 +407,20 @@ impl LinearisedStart {
             gradient(pairs, data, self.prior, theta, &expo, &mut newton.grad);
             self.apply_inverse(&newton.grad, &mut newton.step);
             let size = newton.step.iter().fold(0.0_f64, |m, s| m.max(s.abs()));
-            if !size.is_finite() || size > 0.5 * previous {
+            // Not shrinking: give up, unless the step is already negligible (rounding noise
+            // does not shrink).
+            if !size.is_finite() || (size > 0.5 * previous && size >= tol) {
                 return false;
             }
             theta
                 .iter_mut()
                 .zip(&newton.step)
                 .for_each(|(t, s)| *t -= s);
-            let ratio = size / previous;
+            let ratio = if previous > 0.0 {
+                (size / previous).min(0.5)
+            } else {
+                0.0
+            };
             if size * ratio / (1.0 - ratio) < tol {
                 return true;
             }
