@@ -1,8 +1,10 @@
 //! Benchmark of `judge rank --comparisons` at 1000 resamples on synthetic battles (ties and
 //! both-bad rows included): 10k × 20, 100k × 50 and 1M × 100 (rows × models). Reports the
-//! parse-only time of judge's parser and of a plain one-thread serde_json read (in process), the
-//! whole command's wall time (process start to exit) and its peak memory (via
-//! `/usr/bin/time`): best of five rounds, and per-round ratios (see [`ROUNDS`]).
+//! parse-only time of judge's parser and of a plain one-thread serde_json read (both in this
+//! process, warm), the time `judge rank` itself spent reading and parsing the file
+//! (`--timings`, "in-run"), the whole command's wall time (process start to exit) and its
+//! peak memory (via `/usr/bin/time`): best of five rounds, and the median over rounds of the
+//! whole command's time divided by each of the three parse times (see [`ROUNDS`]).
 //! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
@@ -88,11 +90,19 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// Runs `judge rank` on `path` under /usr/bin/time: (wall seconds, peak RSS in KB).
-fn run_rank(exe: &str, path: &Path, out: &Path) -> (f64, u64) {
+/// One `judge rank --timings` process under /usr/bin/time.
+struct RankRun {
+    /// Process start to exit, seconds.
+    wall: f64,
+    /// Reading and parsing the file inside that process (from `--timings`), seconds.
+    read_parse: f64,
+    peak_kb: u64,
+}
+
+fn run_rank(exe: &str, path: &Path, out: &Path) -> RankRun {
     let started = Instant::now();
     let result = Command::new("/usr/bin/time")
-        .args(["-f", "%M", exe, "rank", "--comparisons"])
+        .args(["-f", "%M", exe, "rank", "--timings", "--comparisons"])
         .arg(path)
         .args(["--format", "json", "--output"])
         .arg(out)
@@ -103,7 +113,19 @@ fn run_rank(exe: &str, path: &Path, out: &Path) -> (f64, u64) {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stderr}");
     let last = stderr.lines().last().expect("time output");
-    (wall, last.trim().parse().expect("max rss kb"))
+    let timings = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("timings: read+parse "))
+        .expect("a timings line");
+    RankRun {
+        wall,
+        read_parse: timings
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("read+parse seconds"),
+        peak_kb: last.trim().parse().expect("max rss kb"),
+    }
 }
 
 fn main() {
@@ -111,20 +133,23 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("judge-rank-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
-        "{:>10} {:>7} {:>11} {:>11} {:>11} {:>12} {:>12} {:>9}",
+        "{:>9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8}",
         "rows",
         "models",
         "parse (s)",
         "serde (s)",
+        "in-run (s)",
         "rank (s)",
-        "rank/parse",
-        "rank/serde",
+        "÷in-run",
+        "÷parse",
+        "÷serde",
         "peak MB"
     );
     for (rows, models) in [(10_000, 20), (100_000, 50), (1_000_000, 100)] {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
         write_battles(&path, rows, models);
-        let (mut parse, mut serde, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut parse, mut serde) = (Vec::new(), Vec::new());
+        let (mut whole, mut in_run) = (Vec::new(), Vec::new());
         let mut peak_kb = 0u64;
         for _ in 0..ROUNDS {
             let (t, parsed) = timed(|| {
@@ -137,17 +162,20 @@ fn main() {
             let (t, n) = timed(|| serde_parse(&path));
             assert_eq!(n, rows);
             serde.push(t);
-            let (t, kb) = run_rank(exe, &path, &dir.join("out.json"));
-            whole.push(t);
-            peak_kb = peak_kb.max(kb);
+            let run = run_rank(exe, &path, &dir.join("out.json"));
+            whole.push(run.wall);
+            in_run.push(run.read_parse);
+            peak_kb = peak_kb.max(run.peak_kb);
         }
         let best = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
         let ratio = |base: &[f64]| median(whole.iter().zip(base).map(|(w, b)| w / b).collect());
         println!(
-            "{rows:>10} {models:>7} {:>11.3} {:>11.3} {:>11.3} {:>12.2} {:>12.2} {:>9.1}",
+            "{rows:>9} {models:>6} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>9.2} {:>9.2} {:>9.2} {:>8.1}",
             best(&parse),
             best(&serde),
+            best(&in_run),
             best(&whole),
+            ratio(&in_run),
             ratio(&parse),
             ratio(&serde),
             peak_kb as f64 / 1024.0

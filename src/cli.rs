@@ -263,6 +263,11 @@ pub struct RankArgs {
     /// Write the leaderboard to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Also print, on stderr, how long reading and parsing the input, ranking (fit and
+    /// bootstrap) and writing took.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// `judge run`.

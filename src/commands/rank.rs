@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Context;
 
@@ -49,6 +50,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
+    let started = Instant::now();
     let (input, run_dir, prompt) = match (&args.run, &args.comparisons) {
         (Some(run), None) => {
             let (input, run_dir, prompt) = from_run(cli, run, args)?;
@@ -77,6 +79,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         };
         write_stdout_or_file(format!("{text}\n").as_bytes(), None)?;
     }
+    let read = started.elapsed();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let params = RankParams {
         prior: args.prior,
@@ -87,6 +90,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     };
     let fitted = rank(&input.models, &input.rows, params, &input.costs)
         .map_err(|e| JudgeError::usage(format!("cannot rank {}: {e}", input.header.source)))?;
+    let ranked = started.elapsed();
     for w in &fitted.warnings {
         eprintln!("warning: {w}");
     }
@@ -119,6 +123,16 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         &render_leaderboard(&board, args.format),
         args.output.as_deref(),
     )?;
+    if args.timings {
+        let total = started.elapsed();
+        eprintln!(
+            "timings: read+parse {:.4} s · rank {:.4} s · write {:.4} s · total {:.4} s",
+            read.as_secs_f64(),
+            (ranked - read).as_secs_f64(),
+            (total - ranked).as_secs_f64(),
+            total.as_secs_f64()
+        );
+    }
     Ok(Outcome::Success)
 }
 

@@ -60,6 +60,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 from_labels: false,
                 format: args.format,
                 output: None,
+                timings: false,
             },
         )?;
     }

@@ -151,6 +151,17 @@ fn same_seed_same_bytes_and_seed_is_reported() {
         ),
         (Some(1), Some(5), Some("comparison"))
     );
+    // --timings reports on stderr and leaves the leaderboard alone.
+    let timed = p.run(&["rank", "--comparisons", &file, "--seed", "5", "--timings"]);
+    assert_eq!(timed.stdout, run("5", "table"));
+    let stderr = String::from_utf8_lossy(&timed.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("timings: read+parse "))
+        .unwrap_or_else(|| panic!("no timings line: {stderr}"));
+    for part in ["· rank ", "· write ", "· total "] {
+        assert!(line.contains(part), "{line}");
+    }
 }
 
 #[test]
