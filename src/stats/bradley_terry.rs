@@ -438,15 +438,11 @@ impl LinearisedStart {
         data: &PairData,
         out: &mut [f64],
     ) -> f64 {
-        let g = &mut newton.grad;
-        for (g, &t) in g.iter_mut().zip(&self.theta) {
+        // The resampled gradient at θ̂, where σ is already known.
+        for (g, &t) in newton.grad.iter_mut().zip(&self.theta) {
             *g = self.prior * t;
         }
-        for (((&(i, j), &w), &n), &sig) in pairs.iter().zip(&data.w).zip(&data.n).zip(&self.sigma) {
-            let r = n * sig - w;
-            g[i] += r;
-            g[j] -= r;
-        }
+        add_residuals(pairs, data, &mut newton.grad, |k, _, _| self.sigma[k]);
         self.apply_inverse(&newton.grad, &mut newton.step);
         let mut size = 0.0_f64;
         for ((x, &t), &s) in out.iter_mut().zip(&self.theta).zip(&newton.step) {
@@ -476,25 +472,28 @@ fn gradient(
         // The common case, kept free of the fallback's function call so that the loop's
         // values stay in registers.
         let e = expo.e;
-        add_residuals(pairs, data, grad, |i, j| e[i] / (e[i] + e[j]));
+        add_residuals(pairs, data, grad, |_, i, j| e[i] / (e[i] + e[j]));
     } else {
-        add_residuals(pairs, data, grad, |i, j| expo.sigmoid_pair(theta, i, j).0);
+        add_residuals(pairs, data, grad, |_, i, j| {
+            expo.sigmoid_pair(theta, i, j).0
+        });
     }
 }
 
-/// Adds each pair's residual r = n·σ_ij − w to `grad[i]` and subtracts it from `grad[j]`.
+/// Adds each pair's residual r = n·σ − w to `grad[i]` and subtracts it from `grad[j]`;
+/// `sigma(k, i, j)` is σ(θ_i − θ_j) for pair `k` = (i, j).
 #[inline(always)]
 fn add_residuals(
     pairs: &[(usize, usize)],
     data: &PairData,
     grad: &mut [f64],
-    sigma: impl Fn(usize, usize) -> f64,
+    sigma: impl Fn(usize, usize, usize) -> f64,
 ) {
     // Pairs come sorted by their first model, so its sum stays in a register for the run of
     // its pairs instead of going through memory once per pair.
     let (mut current, mut sum) = (usize::MAX, 0.0);
-    for ((&(i, j), &w), &n) in pairs.iter().zip(&data.w).zip(&data.n) {
-        let r = n * sigma(i, j) - w;
+    for (k, ((&(i, j), &w), &n)) in pairs.iter().zip(&data.w).zip(&data.n).enumerate() {
+        let r = n * sigma(k, i, j) - w;
         if i != current {
             if let Some(g) = grad.get_mut(current) {
                 *g += sum;
