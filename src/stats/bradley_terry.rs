@@ -386,9 +386,8 @@ impl LinearisedStart {
     /// Refines `theta` (a [`LinearisedStart::start`] whose step had size `start_step`) for
     /// the resampled `data` with the chord method: Newton steps that reuse the full-data
     /// Hessian instead of factorising it again, θ ← θ − H(θ̂)⁻¹·g(θ) (Ortega & Rheinboldt 1970,
-    /// §7.1).
-    /// Each step costs O(pairs + p²) instead of O(p³). Resampled data differ from the full
-    /// data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the steps shrink
+    /// §7.1). Each step costs O(pairs + p²) instead of O(p³). Resampled data differ from the
+    /// full data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the steps shrink
     /// geometrically, by a ratio ρ ≤ ½ (else this gives up, unless the step is already below
     /// `tol`). Then the distance left to the solution after a step of size s is about
     /// s·ρ/(1 − ρ) ≤ s: stops when that estimate (ρ from the last two steps) is below `tol`.
