@@ -38,11 +38,16 @@ impl Interval {
 /// `percentile(method="linear")`.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     assert!(!sorted.is_empty(), "quantile of an empty sample");
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let below = h.floor() as usize;
+    let (below, frac) = quantile_position(sorted.len(), q);
     let above = (below + 1).min(sorted.len() - 1);
-    let frac = h - below as f64;
     sorted[below] + frac * (sorted[above] - sorted[below])
+}
+
+/// The order statistic just below position (len − 1)·q and the fraction of the way to the next.
+fn quantile_position(len: usize, q: f64) -> (usize, f64) {
+    let h = (len - 1) as f64 * q.clamp(0.0, 1.0);
+    let below = h.floor() as usize;
+    (below, h - below as f64)
 }
 
 /// The 95% percentile interval (2.5% and 97.5% quantiles, the same values as
@@ -61,9 +66,7 @@ pub fn percentile_interval(samples: &mut [f64]) -> Option<Interval> {
 /// [`quantile_sorted`] without sorting: the order statistic below the position by selection,
 /// the one above as the smallest value after it.
 fn quantile_select(samples: &mut [f64], q: f64) -> f64 {
-    let h = (samples.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let below = h.floor() as usize;
-    let frac = h - below as f64;
+    let (below, frac) = quantile_position(samples.len(), q);
     let (_, &mut at_below, after) = samples.select_nth_unstable_by(below, f64::total_cmp);
     let at_above = after
         .iter()

@@ -140,23 +140,8 @@ impl AliasTable {
     fn new(weights: &[u64]) -> AliasTable {
         let total: u64 = weights.iter().sum();
         let cells = weights.len() as u128;
-        let full = u128::from(total);
-        let index = |c: usize| u32::try_from(c).expect("fewer than 2^32 cells");
         let mut mass: Vec<u128> = weights.iter().map(|&w| u128::from(w) * cells).collect();
-        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
-            (0..weights.len()).partition(|&c| mass[c] < full);
-        let mut threshold = vec![total; weights.len()];
-        let mut alias: Vec<u32> = (0..weights.len()).map(index).collect();
-        // Masses sum to N·C, so while a bucket is short some other bucket is over-full.
-        while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
-            threshold[s] = u64::try_from(mass[s]).expect("below N");
-            alias[s] = index(l);
-            mass[l] -= full - mass[s];
-            if mass[l] < full {
-                large.pop();
-                small.push(l);
-            }
-        }
+        let (threshold, alias) = vose(&mut mass, u128::from(total));
         AliasTable {
             total,
             threshold,
@@ -172,6 +157,29 @@ impl AliasTable {
         // A select, not a branch: which way it goes is a coin flip the CPU cannot predict.
         [alias, bucket][usize::from(keep)]
     }
+}
+
+/// Vose's alias construction in exact integers: `mass` (consumed) holds each bucket's
+/// integer mass and they sum to `mass.len() × full`. Returns per bucket the threshold below
+/// which (out of `full`) the bucket keeps itself, and its alias otherwise; a bucket that is
+/// never short keeps the threshold `full`.
+pub(crate) fn vose(mass: &mut [u128], full: u128) -> (Vec<u64>, Vec<u32>) {
+    let index = |c: usize| u32::try_from(c).expect("fewer than 2^32 buckets");
+    let mut threshold = vec![u64::try_from(full).expect("a bucket holds below 2^64"); mass.len()];
+    let mut alias: Vec<u32> = (0..mass.len()).map(index).collect();
+    let (mut small, mut large): (Vec<usize>, Vec<usize>) =
+        (0..mass.len()).partition(|&c| mass[c] < full);
+    // While a bucket is short some other bucket is over-full (the masses add up).
+    while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
+        threshold[s] = u64::try_from(mass[s]).expect("below a bucket");
+        alias[s] = index(l);
+        mass[l] -= full - mass[s];
+        if mass[l] < full {
+            large.pop();
+            small.push(l);
+        }
+    }
+    (threshold, alias)
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use super::multinomial::vose;
+
 /// Below this mean inversion is used (Hörmann's recommendation for PTRS).
 const PTRS_MIN_MEAN: f64 = 10.0;
 
@@ -283,31 +285,16 @@ impl PoissonTable {
         let lo = lo + first as u64;
         let bits = weight.len().next_power_of_two().trailing_zeros().max(1);
         weight.resize(1 << bits, 0);
-        let full: u128 = ONE >> bits;
-        let index = |k: usize| u32::try_from(k).expect("table shorter than 2^32");
-        let mut buckets: Vec<AliasBucket> = (0..weight.len())
-            .map(|k| AliasBucket {
-                threshold: u64::try_from(full).expect("a bucket holds at most 2^63"),
-                keep: index(k),
-                alias: index(k),
+        let (threshold, alias) = vose(&mut weight, ONE >> bits);
+        let offset = u32::try_from(lo).expect("table values below 2^32");
+        let buckets = (0u32..)
+            .zip(threshold.into_iter().zip(alias))
+            .map(|(k, (threshold, alias))| AliasBucket {
+                threshold,
+                keep: offset + k,
+                alias: offset + alias,
             })
             .collect();
-        let (mut small, mut large): (Vec<usize>, Vec<usize>) =
-            (0..weight.len()).partition(|&k| weight[k] < full);
-        // Weights sum to 2^m buckets × `full`, so while a bucket is short another is over-full.
-        while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
-            buckets[s].threshold = u64::try_from(weight[s]).expect("below a bucket");
-            buckets[s].alias = index(l);
-            weight[l] -= full - weight[s];
-            if weight[l] < full {
-                large.pop();
-                small.push(l);
-            }
-        }
-        for b in &mut buckets {
-            b.keep += index(lo as usize);
-            b.alias += index(lo as usize);
-        }
         PoissonTable { bits, buckets }
     }
 
