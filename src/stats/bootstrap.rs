@@ -9,6 +9,8 @@
 //! the result is the same for every thread count and batch layout. Memory is
 //! O(cells + resamples × models), independent of the number of rows.
 
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 
 use super::StatsError;
@@ -94,7 +96,12 @@ pub fn bootstrap(
             start: &start,
             linearised: LinearisedStart::new(pairs, &full, prior, &start),
         };
-        run_parallel(&job, threads.clamp(1, resamples), &mut theta, &mut win)?;
+        run_parallel(
+            &job,
+            threads.clamp(1, resamples.div_ceil(CHUNK)),
+            &mut theta,
+            &mut win,
+        )?;
     }
     let theta_ci = column_intervals(&theta, p, resamples);
     Ok(BootstrapResult {
@@ -123,7 +130,12 @@ struct Job<'a> {
     linearised: Option<LinearisedStart>,
 }
 
-/// Splits the resamples into `threads` contiguous blocks; the caller's thread runs the first.
+/// Resamples handed to a thread at a time (a multiple of [`LANES`]).
+const CHUNK: usize = 2 * LANES;
+
+/// Hands out chunks of [`CHUNK`] resamples to `threads` threads (the caller's included) as
+/// they become free, so that a slower core takes fewer; every resample writes its own rows,
+/// so the result does not depend on who ran it.
 fn run_parallel(
     job: &Job<'_>,
     threads: usize,
@@ -131,17 +143,25 @@ fn run_parallel(
     win: &mut [f64],
 ) -> Result<(), StatsError> {
     let p = job.start.len();
-    let per_thread = theta.len().div_ceil(p).div_ceil(threads);
-    let mut blocks = theta
-        .chunks_mut(per_thread * p)
-        .zip(win.chunks_mut(per_thread * p))
-        .enumerate();
-    let (_, (first_theta, first_win)) = blocks.next().expect("at least one resample");
+    let chunks = Mutex::new(
+        theta
+            .chunks_mut(CHUNK * p)
+            .zip(win.chunks_mut(CHUNK * p))
+            .enumerate(),
+    );
+    let work = || {
+        let mut worker = Worker::new(job);
+        loop {
+            let next = chunks.lock().expect("a bootstrap worker panicked").next();
+            let Some((c, (theta, win))) = next else {
+                return Ok(());
+            };
+            worker.run(c * CHUNK, theta, win)?;
+        }
+    };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = blocks
-            .map(|(b, (th, wr))| scope.spawn(move || run_block(job, b * per_thread, th, wr)))
-            .collect();
-        let mut result = run_block(job, 0, first_theta, first_win);
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut result = work();
         for handle in handles {
             let outcome = handle.join().expect("a bootstrap worker panicked");
             result = result.and(outcome);
@@ -150,55 +170,73 @@ fn run_parallel(
     })
 }
 
-/// Resamples `first..first + theta.len()/p` into the given output rows: task resamples
-/// [`LANES`] at a time (they share a pass over the task cells), comparison resamples singly.
-fn run_block(
-    job: &Job<'_>,
-    first: usize,
-    theta: &mut [f64],
-    win: &mut [f64],
-) -> Result<(), StatsError> {
-    let p = job.start.len();
-    let pairs = &job.input.active.models;
-    let mut newton = Newton::new(p);
-    let empty = PairData {
-        w: vec![0.0; pairs.len() + 1],
-        n: vec![0.0; pairs.len() + 1],
-    };
-    let width = match job.unit {
-        BootstrapUnit::Comparison => 1,
-        BootstrapUnit::Task => LANES,
-    };
-    let mut batch = vec![empty; width];
-    let (mut scratch, mut expo) = (Scratch::default(), Vec::new());
-    let rows = theta.chunks_mut(p * width).zip(win.chunks_mut(p * width));
-    for (b, (theta_rows, win_rows)) in rows.enumerate() {
-        let lanes = &mut batch[..theta_rows.len() / p];
-        let start = first + b * width;
-        job.input
-            .resample_batch(job.unit, job.seed, start, lanes, &mut scratch);
-        let fits = lanes
-            .iter()
-            .zip(theta_rows.chunks_mut(p))
-            .zip(win_rows.chunks_mut(p));
-        for ((data, th), wr) in fits {
-            let refined = match &job.linearised {
-                Some(linearised) => {
-                    let step = linearised.start(&mut newton, pairs, data, th);
-                    linearised.refine(&mut newton, pairs, data, th, step, CHORD_TOL)
-                }
-                None => false,
-            };
-            if !refined {
-                if job.linearised.is_none() {
-                    th.copy_from_slice(job.start);
-                }
-                newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
-            }
-            win_rates_into(th, wr, &mut expo);
+/// One thread's buffers.
+struct Worker<'a> {
+    job: &'a Job<'a>,
+    newton: Newton,
+    batch: Vec<PairData>,
+    scratch: Scratch,
+    expo: Vec<f64>,
+}
+
+impl<'a> Worker<'a> {
+    fn new(job: &'a Job<'a>) -> Worker<'a> {
+        let slots = job.input.active.models.len() + 1;
+        let width = match job.unit {
+            BootstrapUnit::Comparison => 1,
+            BootstrapUnit::Task => LANES,
+        };
+        let empty = PairData {
+            w: vec![0.0; slots],
+            n: vec![0.0; slots],
+        };
+        Worker {
+            job,
+            newton: Newton::new(job.start.len()),
+            batch: vec![empty; width],
+            scratch: Scratch::default(),
+            expo: Vec::new(),
         }
     }
-    Ok(())
+
+    /// Resamples `first..first + theta.len()/p` into the given output rows: task resamples
+    /// [`LANES`] at a time (they share a pass over the task cells), comparison resamples
+    /// singly.
+    fn run(&mut self, first: usize, theta: &mut [f64], win: &mut [f64]) -> Result<(), StatsError> {
+        let job = self.job;
+        let p = job.start.len();
+        let pairs = &job.input.active.models;
+        let width = self.batch.len();
+        let rows = theta.chunks_mut(p * width).zip(win.chunks_mut(p * width));
+        for (b, (theta_rows, win_rows)) in rows.enumerate() {
+            let lanes = &mut self.batch[..theta_rows.len() / p];
+            let start = first + b * width;
+            job.input
+                .resample_batch(job.unit, job.seed, start, lanes, &mut self.scratch);
+            let fits = lanes
+                .iter()
+                .zip(theta_rows.chunks_mut(p))
+                .zip(win_rows.chunks_mut(p));
+            for ((data, th), wr) in fits {
+                let newton = &mut self.newton;
+                let refined = match &job.linearised {
+                    Some(linearised) => {
+                        let step = linearised.start(newton, pairs, data, th);
+                        linearised.refine(newton, pairs, data, th, step, CHORD_TOL)
+                    }
+                    None => false,
+                };
+                if !refined {
+                    if job.linearised.is_none() {
+                        th.copy_from_slice(job.start);
+                    }
+                    newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
+                }
+                win_rates_into(th, wr, &mut self.expo);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Percentile intervals of each column of a `rows × p` row-major sample matrix.
