@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::StatsError;
 use super::bootstrap_input::{BootstrapInput, LANES, Scratch};
 use super::bradley_terry::{
-    BtFit, LinearisedStart, Newton, check_prior, checked_start, rating_from_theta, win_rates_into,
+    BtFit, LinearisedStart, Newton, check_prior, checked_start, rating_from_theta,
 };
 use super::counts::PairData;
 use super::interval::{Interval, percentile_interval};
+use super::refit::{LaneData, LaneRefit, REFIT_LANES};
 
 /// The default number of resamples (`--resamples`).
 pub const DEFAULT_RESAMPLES: usize = 1000;
@@ -173,68 +174,105 @@ fn run_parallel(
 /// One thread's buffers.
 struct Worker<'a> {
     job: &'a Job<'a>,
+    /// Resamples drawn together: [`LANES`] for the task unit (they share a pass over the task
+    /// cells), [`REFIT_LANES`] for the comparison unit.
+    width: usize,
+    batch: Vec<LaneData>,
+    refit: LaneRefit,
     newton: Newton,
-    batch: Vec<PairData>,
+    single: PairData,
+    lane_theta: Vec<f64>,
     scratch: Scratch,
-    expo: Vec<f64>,
 }
 
 impl<'a> Worker<'a> {
     fn new(job: &'a Job<'a>) -> Worker<'a> {
-        let slots = job.input.active.models.len() + 1;
+        let p = job.start.len();
         let width = match job.unit {
-            BootstrapUnit::Comparison => 1,
+            BootstrapUnit::Comparison => REFIT_LANES,
             BootstrapUnit::Task => LANES,
         };
-        let empty = PairData {
-            w: vec![0.0; slots],
-            n: vec![0.0; slots],
-        };
+        let pairs = job.input.active.models.len();
         Worker {
             job,
-            newton: Newton::new(job.start.len()),
-            batch: vec![empty; width],
+            width,
+            batch: vec![LaneData::new(pairs); width.div_ceil(REFIT_LANES)],
+            refit: LaneRefit::new(p),
+            newton: Newton::new(p),
+            single: PairData::default(),
+            lane_theta: vec![0.0; p],
             scratch: Scratch::default(),
-            expo: Vec::new(),
         }
     }
 
-    /// Resamples `first..first + theta.len()/p` into the given output rows: task resamples
-    /// [`LANES`] at a time (they share a pass over the task cells), comparison resamples
-    /// singly.
+    /// Resamples `first..first + theta.len()/p` into the given output rows.
     fn run(&mut self, first: usize, theta: &mut [f64], win: &mut [f64]) -> Result<(), StatsError> {
-        let job = self.job;
-        let p = job.start.len();
-        let pairs = &job.input.active.models;
-        let width = self.batch.len();
-        let rows = theta.chunks_mut(p * width).zip(win.chunks_mut(p * width));
+        let p = self.job.start.len();
+        let rows = theta
+            .chunks_mut(p * self.width)
+            .zip(win.chunks_mut(p * self.width));
         for (b, (theta_rows, win_rows)) in rows.enumerate() {
-            let lanes = &mut self.batch[..theta_rows.len() / p];
-            let start = first + b * width;
-            job.input
-                .resample_batch(job.unit, job.seed, start, lanes, &mut self.scratch);
-            let fits = lanes
-                .iter()
-                .zip(theta_rows.chunks_mut(p))
-                .zip(win_rows.chunks_mut(p));
-            for ((data, th), wr) in fits {
-                let newton = &mut self.newton;
-                let refined = match &job.linearised {
-                    Some(linearised) => {
-                        let step = linearised.start(newton, pairs, data, th);
-                        linearised.refine(newton, pairs, data, th, step, CHORD_TOL)
-                    }
-                    None => false,
-                };
-                if !refined {
-                    if job.linearised.is_none() {
-                        th.copy_from_slice(job.start);
-                    }
-                    newton.solve(pairs, data, job.prior, th, RESAMPLE_STEP_TOL)?;
-                }
-                win_rates_into(th, wr, &mut self.expo);
+            let count = theta_rows.len() / p;
+            let start = first + b * self.width;
+            let job = self.job;
+            job.input.resample_batch(
+                job.unit,
+                job.seed,
+                start,
+                count,
+                &mut self.batch,
+                &mut self.scratch,
+            );
+            let groups = theta_rows
+                .chunks_mut(p * REFIT_LANES)
+                .zip(win_rows.chunks_mut(p * REFIT_LANES));
+            for (g, (theta_group, win_group)) in groups.enumerate() {
+                self.fit_group(g, theta_group, win_group)?;
             }
         }
+        Ok(())
+    }
+
+    /// Refits the resamples drawn into `self.batch[g]` (as many as `theta.len()/p`) and
+    /// writes their θ and win rates.
+    fn fit_group(
+        &mut self,
+        g: usize,
+        theta: &mut [f64],
+        win: &mut [f64],
+    ) -> Result<(), StatsError> {
+        let job = self.job;
+        let p = job.start.len();
+        let count = theta.len() / p;
+        let pairs = &job.input.active.models;
+        let data = &self.batch[g];
+        let converged = match &job.linearised {
+            Some(linearised) => self.refit.refit(linearised, pairs, data, count, CHORD_TOL),
+            None => {
+                for lane in 0..count {
+                    self.refit.set_theta_lane(lane, job.start);
+                }
+                [false; REFIT_LANES]
+            }
+        };
+        // Lanes the chord method gave up on: Newton's method from where it stopped.
+        for lane in (0..count).filter(|&l| !converged[l]) {
+            data.lane_into(lane, &mut self.single);
+            self.refit.theta_lane(lane, &mut self.lane_theta);
+            self.newton.solve(
+                pairs,
+                &self.single,
+                job.prior,
+                &mut self.lane_theta,
+                RESAMPLE_STEP_TOL,
+            )?;
+            self.refit.set_theta_lane(lane, &self.lane_theta);
+        }
+        for (lane, th) in theta.chunks_mut(p).enumerate() {
+            self.refit.theta_lane(lane, th);
+        }
+        let mut rows: Vec<&mut [f64]> = win.chunks_mut(p).collect();
+        self.refit.win_rates(count, &mut rows);
         Ok(())
     }
 }

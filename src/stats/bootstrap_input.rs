@@ -9,13 +9,12 @@
 //! multiplicities (T uniform picks among T tasks), then sums multiplicity × tally per pair.
 //! Memory grows with distinct cells (at most tasks × pairs), not with rows.
 
-use rand_core::Rng;
-
 use super::StatsError;
 use super::bootstrap::BootstrapUnit;
-use super::counts::{ActivePairs, Outcome, PairCounts, PairData, locate};
+use super::counts::{ActivePairs, Outcome, PairCounts, locate};
 use super::multinomial::CellSampler;
 use super::poisson::{resample_rng, uniform_below};
+use super::refit::{LaneData, REFIT_LANES};
 
 /// Comparison rows aggregated for [`super::bootstrap`]: full-data counts, the comparison
 /// cells and the per-task cells. Build it with [`BootstrapInputBuilder`] or
@@ -92,67 +91,87 @@ impl BootstrapInput {
         self.cells.len()
     }
 
-    /// Draws resamples `first..first + data.len()` (at most [`LANES`]) by `unit` into
-    /// `data`: per active pair `w` and `n`, plus a spare last slot for both-bad rows. Resample
-    /// `r` always uses its own stream `resample_rng(seed, r)`, so batching changes nothing.
+    /// Draws resamples `first..first + count` (`count` at most [`LANES`]) by `unit`: resample
+    /// `first + r` goes to lane `r % REFIT_LANES` of `data[r / REFIT_LANES]` (per active pair
+    /// `w` and `n`). Resample `r` always uses its own stream `resample_rng(seed, r)`, so
+    /// batching changes nothing.
     pub(crate) fn resample_batch(
         &self,
         unit: BootstrapUnit,
         seed: u64,
         first: usize,
-        data: &mut [PairData],
+        count: usize,
+        data: &mut [LaneData],
         scratch: &mut Scratch,
     ) {
-        debug_assert!(data.len() <= LANES);
+        debug_assert!(count <= LANES && count <= data.len() * REFIT_LANES);
         match unit {
             BootstrapUnit::Comparison => {
-                for (lane, d) in data.iter_mut().enumerate() {
-                    let mut rng = resample_rng(seed, first + lane);
-                    self.resample_comparisons(&mut rng, d, &mut scratch.counts);
+                for (group, lanes) in data.iter_mut().enumerate() {
+                    let start = group * REFIT_LANES;
+                    let n = count.saturating_sub(start).min(REFIT_LANES);
+                    if n > 0 {
+                        self.resample_comparisons(
+                            seed,
+                            first + start,
+                            n,
+                            lanes,
+                            &mut scratch.counts,
+                        );
+                    }
                 }
             }
-            BootstrapUnit::Task => self.resample_tasks(seed, first, data, scratch),
+            BootstrapUnit::Task => self.resample_tasks(seed, first, count, data, scratch),
         }
     }
 
-    /// A comparison-level resample: a multinomial over the cells.
-    fn resample_comparisons<R: Rng>(&self, rng: &mut R, data: &mut PairData, draws: &mut Vec<u64>) {
-        // One extra zero at the end stands for an outcome a pair never had.
-        draws.resize(self.cells.len() + 1, 0);
-        self.cells.sample(rng, &mut draws[..self.cells.len()]);
-        draws[self.cells.len()] = 0;
-        // Gathered per pair (reads in any order, writes in order). Counts are far below
-        // 2^53, so the conversions and sums are exact.
-        let count = |c: u32| draws[c as usize] as i64 as f64;
-        for ((w, n), &[lower, higher, tie]) in
-            data.w.iter_mut().zip(&mut data.n).zip(&self.pair_cells)
-        {
-            let (lower, higher, tie) = (count(lower), count(higher), count(tie));
-            *w = lower + 0.5 * tie;
-            *n = lower + higher + tie;
+    /// Comparison-level resamples `first..first + count` (`count` ≤ [`REFIT_LANES`]) into the
+    /// lanes of `data`, each a multinomial over the cells; lanes past `count` get zeros.
+    fn resample_comparisons(
+        &self,
+        seed: u64,
+        first: usize,
+        count: usize,
+        data: &mut LaneData,
+        draws: &mut [Vec<u64>; REFIT_LANES],
+    ) {
+        for (lane, d) in draws.iter_mut().enumerate() {
+            // One extra zero at the end stands for an outcome a pair never had.
+            d.resize(self.cells.len() + 1, 0);
+            d.fill(0);
+            if lane < count {
+                let mut rng = resample_rng(seed, first + lane);
+                self.cells.sample(&mut rng, &mut d[..self.cells.len()]);
+            }
         }
-        // The spare both-bad slot never enters the fit.
-        let spare = self.pair_cells.len();
-        data.w[spare..].fill(0.0);
-        data.n[spare..].fill(0.0);
+        // Gathered per pair (reads in any order, writes whole rows in order). Counts are far
+        // below 2^53, so the conversions and sums are exact.
+        for ((w, n), &cells) in data.w.iter_mut().zip(&mut data.n).zip(&self.pair_cells) {
+            for (lane, d) in draws.iter().enumerate() {
+                let [lower, higher, tie] = cells.map(|c| d[c as usize] as i64 as f64);
+                w[lane] = lower + 0.5 * tie;
+                n[lane] = lower + higher + tie;
+            }
+        }
     }
 
-    /// Task-level resamples, one per lane: each of T picks chooses one of the T tasks
-    /// uniformly; then each pair sums multiplicity × tally over its tasks. Pairs are visited
-    /// in turn with every lane at once, so the tallies stream through once per batch, the
-    /// sums stay in registers and the multiplicities in cache. All sums are of integers,
-    /// hence exact, and equal to drawing the resamples one at a time.
+    /// Task-level resamples `first..first + count`, one per lane: each of T picks chooses one
+    /// of the T tasks uniformly; then each pair sums multiplicity × tally over its tasks.
+    /// Pairs are visited in turn with every lane at once, so the tallies stream through once
+    /// per batch, the sums stay in registers and the multiplicities in cache. All sums are of
+    /// integers, hence exact, and equal to drawing the resamples one at a time.
     fn resample_tasks(
         &self,
         seed: u64,
         first: usize,
-        data: &mut [PairData],
+        count: usize,
+        data: &mut [LaneData],
         scratch: &mut Scratch,
     ) {
         let times = &mut scratch.times;
         times.clear();
         times.resize(self.n_tasks, [0.0; LANES]);
-        for (lane, resample) in (first..first + data.len()).enumerate() {
+        for (lane, resample) in (first..first + count).enumerate() {
             let mut rng = resample_rng(seed, resample);
             for _ in 0..self.n_tasks {
                 times[uniform_below(&mut rng, self.n_tasks as u64) as usize][lane] += 1.0;
@@ -160,16 +179,11 @@ impl BootstrapInput {
         }
         for (slot, range) in self.slot_start.windows(2).enumerate() {
             let [twice_w, total] = lane_sums(&self.task_entries[range[0]..range[1]], times);
-            for (lane, d) in data.iter_mut().enumerate() {
-                d.w[slot] = 0.5 * twice_w[lane];
-                d.n[slot] = total[lane];
+            for lane in 0..count {
+                let d = &mut data[lane / REFIT_LANES];
+                d.w[slot][lane % REFIT_LANES] = 0.5 * twice_w[lane];
+                d.n[slot][lane % REFIT_LANES] = total[lane];
             }
-        }
-        // The spare both-bad slot never enters the fit.
-        let spare = self.slot_start.len() - 1;
-        for d in data.iter_mut() {
-            d.w[spare..].fill(0.0);
-            d.n[spare..].fill(0.0);
         }
     }
 }
@@ -195,8 +209,8 @@ pub(crate) const LANES: usize = 8;
 /// Per-thread scratch space for drawing resamples.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// Cell draws of one comparison-level resample.
-    counts: Vec<u64>,
+    /// Cell draws of the comparison-level resamples of one lane group.
+    counts: [Vec<u64>; REFIT_LANES],
     /// Task multiplicities per lane.
     times: Vec<[f64; LANES]>,
 }

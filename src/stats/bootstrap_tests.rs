@@ -8,7 +8,9 @@ use serde::Deserialize;
 use super::*;
 use crate::stats::bootstrap_input::Scratch;
 use crate::stats::bradley_terry::fit_bradley_terry;
+use crate::stats::bradley_terry::{LinearisedStart, Newton};
 use crate::stats::counts::Outcome;
+use crate::stats::refit::{LaneData, LaneRefit, REFIT_LANES};
 use crate::stats::test_support::{ModelNames, Row, read_fixture, synthetic_rows};
 
 #[derive(Deserialize)]
@@ -232,58 +234,77 @@ proptest! {
     }
 }
 
-/// Draws 50 resamples (by `unit`) of synthetic data with `p` models and `rows` rows and hands
-/// each to `check` with what a refit needs: the active pairs, the resampled data, the
-/// linearised start and a Newton solver.
+/// Draws 48 resamples (by `unit`) of synthetic data with `p` models and `rows` rows, four
+/// at a time, and hands each group to `check` with what a refit needs: the active pairs, the
+/// resampled data in lanes, the linearised start, the lane buffers and a Newton solver, and
+/// the group's first resample.
 fn with_resamples(
     unit: BootstrapUnit,
     p: usize,
     rows: usize,
     mut check: impl FnMut(
         &[(usize, usize)],
-        &PairData,
-        &crate::stats::bradley_terry::LinearisedStart,
-        &mut crate::stats::bradley_terry::Newton,
+        &LaneData,
+        &LinearisedStart,
+        &mut LaneRefit,
+        &mut Newton,
         usize,
     ),
 ) {
-    use crate::stats::bradley_terry::{LinearisedStart, Newton};
     let (input, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
     let pairs = &input.active.models;
     let full = PairData::from_counts(input.counts(), &input.active);
     let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
-    let mut data = PairData {
-        w: vec![0.0; pairs.len() + 1],
-        n: vec![0.0; pairs.len() + 1],
-    };
+    let mut data = vec![LaneData::new(pairs.len())];
     let mut scratch = Scratch::default();
-    let mut newton = Newton::new(p);
-    for r in 0..50 {
-        input.resample_batch(unit, 9, r, std::slice::from_mut(&mut data), &mut scratch);
-        check(pairs, &data, &start, &mut newton, r);
+    let (mut refit, mut newton) = (LaneRefit::new(p), Newton::new(p));
+    for first in (0..48).step_by(REFIT_LANES) {
+        input.resample_batch(unit, 9, first, REFIT_LANES, &mut data, &mut scratch);
+        check(pairs, &data[0], &start, &mut refit, &mut newton, first);
     }
 }
 
-/// The resample fits (linearised start + Newton stopped at `RESAMPLE_STEP_TOL`) agree with
-/// fully converged fits of the same resampled data to far better than the resampling noise.
+/// A fully converged fit of lane `lane` of `data` (`p` models).
+fn exact_fit(
+    pairs: &[(usize, usize)],
+    data: &LaneData,
+    lane: usize,
+    newton: &mut Newton,
+    p: usize,
+) -> Vec<f64> {
+    let mut single = PairData::default();
+    data.lane_into(lane, &mut single);
+    let mut exact = vec![0.0; p];
+    newton
+        .solve(pairs, &single, 0.1, &mut exact, 1e-13)
+        .expect("converges");
+    exact
+}
+
+/// The resample fits (linearised start + Newton stopped at `RESAMPLE_STEP_TOL`, the fallback
+/// of lanes the chord method gives up on) agree with fully converged fits of the same
+/// resampled data to far better than the resampling noise.
 #[test]
 fn resample_fits_match_fully_converged_fits() {
     for (unit, p, rows) in [
         (BootstrapUnit::Comparison, 8, 4000),
         (BootstrapUnit::Task, 5, 600),
     ] {
-        with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
-            let mut quick = vec![0.0; p];
-            start.start(newton, pairs, data, &mut quick);
-            newton
-                .solve(pairs, data, 0.1, &mut quick, RESAMPLE_STEP_TOL)
-                .expect("converges");
-            let mut exact = vec![0.0; p];
-            newton
-                .solve(pairs, data, 0.1, &mut exact, 1e-13)
-                .expect("converges");
-            for (q, e) in quick.iter().zip(&exact) {
-                assert!((q - e).abs() < 1e-8, "{unit:?} resample {r}: {q} vs {e}");
+        with_resamples(unit, p, rows, |pairs, data, start, refit, newton, first| {
+            refit.start(start, pairs, data);
+            for lane in 0..REFIT_LANES {
+                let mut single = PairData::default();
+                data.lane_into(lane, &mut single);
+                let mut quick = vec![0.0; p];
+                refit.theta_lane(lane, &mut quick);
+                newton
+                    .solve(pairs, &single, 0.1, &mut quick, RESAMPLE_STEP_TOL)
+                    .expect("converges");
+                let exact = exact_fit(pairs, data, lane, newton, p);
+                for (q, e) in quick.iter().zip(&exact) {
+                    let r = first + lane;
+                    assert!((q - e).abs() < 1e-8, "{unit:?} resample {r}: {q} vs {e}");
+                }
             }
         });
     }
@@ -335,53 +356,88 @@ fn chord_refits_match_fully_converged_fits() {
         (BootstrapUnit::Comparison, 20, 3000),
     ] {
         let mut refined = 0;
-        with_resamples(unit, p, rows, |pairs, data, start, newton, r| {
-            let mut quick = vec![0.0; p];
-            let step = start.start(newton, pairs, data, &mut quick);
-            if !start.refine(newton, pairs, data, &mut quick, step, CHORD_TOL) {
-                return;
-            }
-            refined += 1;
-            let mut exact = vec![0.0; p];
-            newton
-                .solve(pairs, data, 0.1, &mut exact, 1e-13)
-                .expect("converges");
-            for (q, e) in quick.iter().zip(&exact) {
-                assert!(
-                    (q - e).abs() < 1e-5,
-                    "{unit:?} p={p} resample {r}: {q} vs {e}"
-                );
+        with_resamples(unit, p, rows, |pairs, data, start, refit, newton, first| {
+            let converged = refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
+            for lane in (0..REFIT_LANES).filter(|&l| converged[l]) {
+                refined += 1;
+                let mut quick = vec![0.0; p];
+                refit.theta_lane(lane, &mut quick);
+                let exact = exact_fit(pairs, data, lane, newton, p);
+                for (q, e) in quick.iter().zip(&exact) {
+                    let r = first + lane;
+                    assert!(
+                        (q - e).abs() < 1e-5,
+                        "{unit:?} p={p} resample {r}: {q} vs {e}"
+                    );
+                }
             }
         });
         // Small task resamples move far from the full data; there the Newton fallback works.
         if unit == BootstrapUnit::Comparison {
             assert!(
-                refined >= 45,
-                "{unit:?} p={p}: chord converged in only {refined} of 50"
+                refined >= 44,
+                "{unit:?} p={p}: chord converged in only {refined} of 48"
             );
         }
     }
+}
+
+/// Lanes do not mix: a resample refits to the same bits whichever resamples share its batch
+/// and in whichever lane it sits, and a lane past `count` changes nothing.
+#[test]
+fn lanes_refit_independently() {
+    let p = 7;
+    with_resamples(
+        BootstrapUnit::Comparison,
+        p,
+        2000,
+        |pairs, data, start, refit, _, _| {
+            let converged = refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
+            let mut together = vec![0.0; p];
+            for (lane, &was_converged) in converged.iter().enumerate() {
+                refit.theta_lane(lane, &mut together);
+                // The same resample alone, in lane 0, with the others zeroed.
+                let mut alone = LaneData::new(pairs.len());
+                for (k, (w, n)) in alone.w.iter_mut().zip(&mut alone.n).enumerate() {
+                    (w[0], n[0]) = (data.w[k][lane], data.n[k][lane]);
+                }
+                let single = refit.refit(start, pairs, &alone, 1, CHORD_TOL);
+                assert_eq!(single[0], was_converged);
+                let mut by_itself = vec![0.0; p];
+                refit.theta_lane(0, &mut by_itself);
+                assert_eq!(together, by_itself, "lane {lane}");
+                // Restore the batch for the next lane.
+                refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
+            }
+        },
+    );
 }
 
 /// A "resample" equal to the full data refits to the full-data θ̂ at once (its steps are
 /// zero or rounding-sized, which must end the chord method, not send it to Newton).
 #[test]
 fn chord_refit_of_the_full_data_stays_at_the_full_fit() {
-    use crate::stats::bradley_terry::{LinearisedStart, Newton};
     let p = 6;
     let (input, fit) = prepare(p, &synthetic_rows(p, 2000, 40), 0.1);
     let pairs = &input.active.models;
     let full = PairData::from_counts(input.counts(), &input.active);
     let start = LinearisedStart::new(pairs, &full, 0.1, &fit.theta).expect("SPD Hessian");
-    let mut newton = Newton::new(p);
-    let mut theta = vec![0.0; p];
-    let step = start.start(&mut newton, pairs, &full, &mut theta);
-    assert!(step < 1e-8, "start step {step}");
-    assert!(start.refine(&mut newton, pairs, &full, &mut theta, step, CHORD_TOL));
-    for (t, f) in theta.iter().zip(&fit.theta) {
-        assert!((t - f).abs() < 1e-8, "{t} vs {f}");
+    let mut data = LaneData::new(pairs.len());
+    for (k, (w, n)) in data.w.iter_mut().zip(&mut data.n).enumerate() {
+        (*w, *n) = ([full.w[k]; REFIT_LANES], [full.n[k]; REFIT_LANES]);
     }
-    // From θ̂ itself with a zero start step as well.
-    let mut exact = fit.theta.clone();
-    assert!(start.refine(&mut newton, pairs, &full, &mut exact, 0.0, CHORD_TOL));
+    let mut refit = LaneRefit::new(p);
+    let step = refit.start(&start, pairs, &data);
+    assert!(step.iter().all(|&s| s < 1e-8), "start steps {step:?}");
+    assert_eq!(
+        refit.refit(&start, pairs, &data, REFIT_LANES, CHORD_TOL),
+        [true; REFIT_LANES]
+    );
+    let mut theta = vec![0.0; p];
+    for lane in 0..REFIT_LANES {
+        refit.theta_lane(lane, &mut theta);
+        for (t, f) in theta.iter().zip(&fit.theta) {
+            assert!((t - f).abs() < 1e-8, "{t} vs {f}");
+        }
+    }
 }

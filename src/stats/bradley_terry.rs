@@ -10,6 +10,7 @@
 use super::StatsError;
 use super::counts::{ActivePairs, PairCounts, PairData};
 use super::linalg::{cholesky_factor, cholesky_solve, solve_factored};
+use super::refit::{Lanes, REFIT_LANES};
 
 /// The default prior precision λ (`--prior`).
 pub const DEFAULT_PRIOR: f64 = 0.1;
@@ -134,7 +135,7 @@ pub(crate) fn win_rates_into(theta: &[f64], out: &mut [f64], scratch: &mut Vec<f
 }
 
 /// Below this E_i + E_j, σ is computed from θ directly.
-const UNDERFLOW_GUARD: f64 = 1e-280;
+pub(super) const UNDERFLOW_GUARD: f64 = 1e-280;
 
 /// e^(θ_i − max θ), so that σ(θ_i − θ_j) = E_i/(E_i + E_j) costs a division, not an
 /// exponential, per pair.
@@ -176,7 +177,7 @@ pub fn sigmoid(d: f64) -> f64 {
 }
 
 /// `(σ(d), σ(−d))`, both computed without cancellation.
-fn sigmoid_pair(d: f64) -> (f64, f64) {
+pub(super) fn sigmoid_pair(d: f64) -> (f64, f64) {
     let e = (-d.abs()).exp();
     let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
     if d >= 0.0 { (big, small) } else { (small, big) }
@@ -321,10 +322,11 @@ impl Newton {
     }
 }
 
-/// Cheap starting points for refits of perturbed data (bootstrap resamples): one Newton step
-/// from the full-data optimum θ̂ using the full-data Hessian, θ₀ = θ̂ − H(θ̂)⁻¹·g(θ̂), where g
-/// is the gradient of the *resampled* objective. Its error is second order in the
-/// perturbation, which saves Newton about one iteration per resample.
+/// What refits of perturbed data (bootstrap resamples) reuse from the full-data optimum θ̂:
+/// σ at θ̂ and the inverse of the full-data Hessian H(θ̂). A refit starts one Newton step
+/// away, θ₀ = θ̂ − H(θ̂)⁻¹·g(θ̂) with g the gradient of the *resampled* objective (its error is
+/// second order in the perturbation), and goes on with chord steps (see
+/// [`super::refit::LaneRefit::refit`]).
 #[derive(Debug, Clone)]
 pub(crate) struct LinearisedStart {
     theta: Vec<f64>,
@@ -372,139 +374,33 @@ impl LinearisedStart {
         })
     }
 
-    /// `out = H(θ̂)⁻¹·g`, summed as Σ_k g_k·(row k) so that the inner loop is an axpy.
-    fn apply_inverse(&self, g: &[f64], out: &mut [f64]) {
+    /// `out = H(θ̂)⁻¹·g` for every lane, summed as Σ_k g_k·(row k) so that the inner loop is
+    /// an axpy over models and lanes.
+    pub(super) fn apply_inverse_lanes(&self, g: &[Lanes], out: &mut [Lanes]) {
         let p = self.theta.len();
-        out.fill(0.0);
-        for (row, &gk) in self.inverse.chunks_exact(p).zip(g) {
+        out.fill([0.0; REFIT_LANES]);
+        for (row, gk) in self.inverse.chunks_exact(p).zip(g) {
             for (o, &h) in out.iter_mut().zip(row) {
-                *o += gk * h;
+                for l in 0..REFIT_LANES {
+                    o[l] += gk[l] * h;
+                }
             }
         }
     }
 
-    /// Refines `theta` (a [`LinearisedStart::start`] whose step had size `start_step`) for
-    /// the resampled `data` with the chord method: Newton steps that reuse the full-data
-    /// Hessian instead of factorising it again, θ ← θ − H(θ̂)⁻¹·g(θ) (Ortega & Rheinboldt 1970,
-    /// §7.1). Each step costs O(pairs + p²) instead of O(p³). Resampled data differ from the
-    /// full data by O(1/√N), so H(θ̂)⁻¹H(θ) is close to the identity and the steps shrink
-    /// geometrically, by a ratio ρ ≤ ½ (else this gives up, unless the step is already below
-    /// `tol`). Then the distance left to the solution after a step of size s is about
-    /// s·ρ/(1 − ρ) ≤ s: stops when that estimate (ρ from the last two steps) is below `tol`.
-    /// Returns false (and leaves `theta` to a full Newton solve) if the steps do not shrink.
-    pub(crate) fn refine(
-        &self,
-        newton: &mut Newton,
-        pairs: &[(usize, usize)],
-        data: &PairData,
-        theta: &mut [f64],
-        start_step: f64,
-        tol: f64,
-    ) -> bool {
-        let mut previous = start_step;
-        for _ in 0..CHORD_ITERATIONS {
-            let expo = Exponentials::new(theta, &mut newton.expo);
-            gradient(pairs, data, self.prior, theta, &expo, &mut newton.grad);
-            self.apply_inverse(&newton.grad, &mut newton.step);
-            let size = newton.step.iter().fold(0.0_f64, |m, s| m.max(s.abs()));
-            // Not shrinking: give up, unless the step is already negligible (rounding noise
-            // does not shrink).
-            if !size.is_finite() || (size > 0.5 * previous && size >= tol) {
-                return false;
-            }
-            theta
-                .iter_mut()
-                .zip(&newton.step)
-                .for_each(|(t, s)| *t -= s);
-            let ratio = if previous > 0.0 {
-                (size / previous).min(0.5)
-            } else {
-                0.0
-            };
-            if size * ratio / (1.0 - ratio) < tol {
-                return true;
-            }
-            previous = size;
-        }
-        false
+    /// θ̂.
+    pub(super) fn theta(&self) -> &[f64] {
+        &self.theta
     }
 
-    /// Writes θ₀ for the resampled `data` into `out` (O(pairs + p²), no factorisation) and
-    /// returns the size ‖θ₀ − θ̂‖∞ of that step.
-    pub(crate) fn start(
-        &self,
-        newton: &mut Newton,
-        pairs: &[(usize, usize)],
-        data: &PairData,
-        out: &mut [f64],
-    ) -> f64 {
-        // The resampled gradient at θ̂, where σ is already known.
-        for (g, &t) in newton.grad.iter_mut().zip(&self.theta) {
-            *g = self.prior * t;
-        }
-        add_residuals(pairs, data, &mut newton.grad, |k, _, _| self.sigma[k]);
-        self.apply_inverse(&newton.grad, &mut newton.step);
-        let mut size = 0.0_f64;
-        for ((x, &t), &s) in out.iter_mut().zip(&self.theta).zip(&newton.step) {
-            *x = t - s;
-            size = size.max(s.abs());
-        }
-        size
+    /// σ(θ̂_i − θ̂_j) per pair.
+    pub(super) fn sigma(&self) -> &[f64] {
+        &self.sigma
     }
-}
 
-/// Steps of the chord method before giving up on it.
-const CHORD_ITERATIONS: usize = 30;
-
-/// Gradient of the penalised negative log-likelihood at θ (see [`gradient_hessian`]).
-fn gradient(
-    pairs: &[(usize, usize)],
-    data: &PairData,
-    prior: f64,
-    theta: &[f64],
-    expo: &Exponentials<'_>,
-    grad: &mut [f64],
-) {
-    for (g, &t) in grad.iter_mut().zip(theta) {
-        *g = prior * t;
-    }
-    if expo.no_underflow {
-        // The common case, kept free of the fallback's function call so that the loop's
-        // values stay in registers.
-        let e = expo.e;
-        add_residuals(pairs, data, grad, |_, i, j| e[i] / (e[i] + e[j]));
-    } else {
-        add_residuals(pairs, data, grad, |_, i, j| {
-            expo.sigmoid_pair(theta, i, j).0
-        });
-    }
-}
-
-/// Adds each pair's residual r = n·σ − w to `grad[i]` and subtracts it from `grad[j]`;
-/// `sigma(k, i, j)` is σ(θ_i − θ_j) for pair `k` = (i, j).
-#[inline(always)]
-fn add_residuals(
-    pairs: &[(usize, usize)],
-    data: &PairData,
-    grad: &mut [f64],
-    sigma: impl Fn(usize, usize, usize) -> f64,
-) {
-    // Pairs come sorted by their first model, so its sum stays in a register for the run of
-    // its pairs instead of going through memory once per pair.
-    let (mut current, mut sum) = (usize::MAX, 0.0);
-    for (k, ((&(i, j), &w), &n)) in pairs.iter().zip(&data.w).zip(&data.n).enumerate() {
-        let r = n * sigma(k, i, j) - w;
-        if i != current {
-            if let Some(g) = grad.get_mut(current) {
-                *g += sum;
-            }
-            (current, sum) = (i, 0.0);
-        }
-        sum += r;
-        grad[j] -= r;
-    }
-    if let Some(g) = grad.get_mut(current) {
-        *g += sum;
+    /// The prior λ.
+    pub(super) fn prior(&self) -> f64 {
+        self.prior
     }
 }
 

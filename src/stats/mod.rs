@@ -14,6 +14,7 @@ mod linalg;
 mod multinomial;
 mod poisson;
 mod ranks;
+mod refit;
 mod wilson;
 
 #[cfg(test)]
