@@ -347,7 +347,7 @@ fn comparisons_only_input_gives_the_same_comparison_bootstrap_and_refuses_tasks(
 
 /// The chord refits (linearised start, then chord steps on the full-data Hessian inverse,
 /// stopped at `CHORD_TOL`) agree with fully converged fits of the same resampled data to
-/// far better than the resampling noise (1e-5 in θ is 0.002 rating points).
+/// far better than the resampling noise (1e-4 in θ is 0.02 rating points).
 #[test]
 fn chord_refits_match_fully_converged_fits() {
     for (unit, p, rows) in [
@@ -366,7 +366,7 @@ fn chord_refits_match_fully_converged_fits() {
                 for (q, e) in quick.iter().zip(&exact) {
                     let r = first + lane;
                     assert!(
-                        (q - e).abs() < 1e-5,
+                        (q - e).abs() < 1e-4,
                         "{unit:?} p={p} resample {r}: {q} vs {e}"
                     );
                 }
