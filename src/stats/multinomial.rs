@@ -4,8 +4,10 @@
 //! Multinomial(N, w/N). We draw it by Poissonisation: X_c ~ Poisson(Λ·w_c/N) independently,
 //! with Λ = N − 2√N. Given M = Σ X_c, X is Multinomial(M, w/N) (Johnson, Kotz & Balakrishnan,
 //! *Discrete Multivariate Distributions*, 1997, ch. 35), so when M ≤ N adding N − M independent
-//! single draws (Walker's alias method, built with Vose's algorithm in exact integers) gives
-//! Multinomial(N, w/N) exactly; when M > N (probability ≈ 2%) everything is drawn again.
+//! single draws (Walker's alias method, [`PackedAlias`]) gives Multinomial(N, w/N); when
+//! M > N (probability ≈ 2%) everything is drawn again. This is exact up to the rounding of
+//! every probability, of the Poisson tables and of the single draws alike, to a multiple of
+//! 2^−64.
 //! The cost is one Poisson per cell plus about 2√N alias draws. Cells with equal weights
 //! share one Poisson sampler, built once: an alias table while the tables fit a fixed memory
 //! budget (most frequent weights first), otherwise Hörmann's PTRS.
@@ -14,7 +16,7 @@ use std::collections::BTreeMap;
 
 use rand_core::Rng;
 
-use super::poisson::{Poisson, uniform_below};
+use super::poisson::Poisson;
 
 /// How many standard deviations below N the Poisson total is aimed.
 const POISSON_MARGIN_SDS: f64 = 2.0;
@@ -32,7 +34,7 @@ pub(crate) struct CellSampler {
     /// in cache and dispatches once per run.
     runs: Vec<(u32, u32)>,
     cells: usize,
-    alias: AliasTable,
+    alias: PackedAlias,
 }
 
 impl CellSampler {
@@ -53,7 +55,7 @@ impl CellSampler {
             poisson,
             runs,
             cells: weights.len(),
-            alias: AliasTable::new(weights),
+            alias: PackedAlias::from_weights(weights),
         }
     }
 
@@ -83,7 +85,7 @@ impl CellSampler {
             }
         };
         for _ in drawn..self.total {
-            out[self.alias.sample(rng)] += 1;
+            out[self.alias.pick(rng.next_u64())] += 1;
         }
     }
 }
@@ -126,36 +128,92 @@ fn samplers_by_weight(weights: &[u64], total: u64) -> (Vec<Poisson>, BTreeMap<u6
     (poisson, index)
 }
 
-/// Walker's alias table for exact integer weights: bucket j (chosen uniformly) keeps j with
-/// probability threshold_j / N and otherwise yields alias_j. Built with Vose's algorithm
-/// (M. D. Vose, IEEE Trans. Software Eng. 17, 1991) on masses w_c·C, each bucket holding N.
+/// Walker's alias table (A. J. Walker, "An efficient method for generating discrete random
+/// variables with general distributions", ACM TOMS 3 (1977), 253–256) over 2^m buckets,
+/// built with Vose's algorithm in exact integers on masses that sum to exactly 2^64. One
+/// 64-bit uniform u picks a bucket (its top m bits) and decides between the bucket itself and
+/// its alias (the remaining 64 − m bits against the bucket's threshold): one draw, one 8-byte
+/// entry, no search and no data-dependent branch. Index k comes out with probability
+/// mass_k/2^64 exactly. Each entry packs threshold·2^m + alias (a threshold is below 2^(64−m)).
 #[derive(Debug, Clone)]
-struct AliasTable {
-    total: u64,
-    threshold: Vec<u64>,
-    alias: Vec<u32>,
+pub(crate) struct PackedAlias {
+    /// Bucket-index bits m (at least 1).
+    bits: u32,
+    /// threshold·2^m + alias per bucket.
+    entries: Vec<u64>,
 }
 
-impl AliasTable {
-    fn new(weights: &[u64]) -> AliasTable {
-        let total: u64 = weights.iter().sum();
-        let cells = weights.len() as u128;
-        let mut mass: Vec<u128> = weights.iter().map(|&w| u128::from(w) * cells).collect();
-        let (threshold, alias) = vose(&mut mass, u128::from(total));
-        AliasTable {
-            total,
-            threshold,
-            alias,
-        }
+impl PackedAlias {
+    /// A table drawing index k with probability `mass[k]`/2^64; the masses must sum to
+    /// exactly 2^64 and there must be fewer than 2^32 of them.
+    fn new(mut mass: Vec<u128>) -> PackedAlias {
+        debug_assert_eq!(mass.iter().sum::<u128>(), 1 << 64);
+        let bits = mass.len().next_power_of_two().trailing_zeros().max(1);
+        mass.resize(1 << bits, 0);
+        let full = 1u128 << (64 - bits);
+        let (threshold, alias) = vose(&mut mass, full);
+        let entries = (0u64..)
+            .zip(threshold.into_iter().zip(alias))
+            .map(|(bucket, (threshold, alias))| {
+                if u128::from(threshold) >= full {
+                    // Never short: keeps itself for every u (the largest aliases to itself).
+                    (((full - 1) as u64) << bits) | bucket
+                } else {
+                    (threshold << bits) | u64::from(alias)
+                }
+            })
+            .collect();
+        PackedAlias { bits, entries }
     }
 
-    /// One cell index, drawn with probability w_c / N (requires N > 0).
-    fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
-        let bucket = uniform_below(rng, self.threshold.len() as u64) as usize;
-        let keep = uniform_below(rng, self.total) < self.threshold[bucket];
-        let alias = self.alias[bucket] as usize;
+    /// Draws cell c with probability `weights[c]`/N (N = Σ weights > 0), each probability
+    /// rounded down to a multiple of 2^−64 and the remainder (below 2^−64 per cell) given to
+    /// the heaviest cell; a cell of weight 0 is never drawn. With N = 0 the table is never
+    /// to be drawn from.
+    fn from_weights(weights: &[u64]) -> PackedAlias {
+        let total = u128::from(weights.iter().sum::<u64>());
+        if total == 0 {
+            return PackedAlias::new(vec![1 << 64]);
+        }
+        let mut mass: Vec<u128> = weights
+            .iter()
+            .map(|&w| (u128::from(w) << 64) / total)
+            .collect();
+        let assigned: u128 = mass.iter().sum();
+        let heaviest = (0..weights.len())
+            .max_by_key(|&c| weights[c])
+            .expect("weights are not all zero");
+        mass[heaviest] += (1 << 64) - assigned;
+        PackedAlias::new(mass)
+    }
+
+    /// The index the uniform 64-bit `u` draws.
+    #[inline]
+    fn pick(&self, u: u64) -> usize {
+        let bucket = u >> (64 - self.bits);
+        let entry = self.entries[bucket as usize];
+        let mask = (1u64 << self.bits) - 1;
+        // (u·2^m) | mask < threshold·2^m + alias  ⇔  rest < threshold, as alias ≤ mask.
+        let keep = ((u << self.bits) | mask) < entry;
         // A select, not a branch: which way it goes is a coin flip the CPU cannot predict.
-        [alias, bucket][usize::from(keep)]
+        [entry & mask, bucket][usize::from(keep)] as usize
+    }
+
+    /// Each index's total mass over all buckets (indices with none left out).
+    #[cfg(test)]
+    fn masses(&self) -> BTreeMap<usize, u128> {
+        let full = 1u128 << (64 - self.bits);
+        let mask = (1u64 << self.bits) - 1;
+        let mut mass = BTreeMap::new();
+        for (bucket, &entry) in (0usize..).zip(&self.entries) {
+            let alias = (entry & mask) as usize;
+            let threshold = u128::from(entry >> self.bits);
+            let keep = if alias == bucket { full } else { threshold };
+            *mass.entry(bucket).or_default() += keep;
+            *mass.entry(alias).or_default() += full - keep;
+        }
+        mass.retain(|_, m| *m > 0);
+        mass
     }
 }
 

@@ -1,8 +1,9 @@
 //! Tests of the multinomial sampler: it must match resampling rows with replacement.
 
 use super::*;
-use crate::stats::poisson::resample_rng;
+use crate::stats::poisson::{resample_rng, uniform_below};
 use proptest::prelude::*;
+use rand_core::Rng;
 
 /// Running sums for per-cell means and all covariances.
 struct Moments {
@@ -140,12 +141,21 @@ fn joint_distribution_is_exactly_multinomial() {
 #[test]
 fn alias_table_draws_each_cell_with_its_exact_share() {
     let weights = [1u64, 0, 2, 997];
-    let table = AliasTable::new(&weights);
+    let table = PackedAlias::from_weights(&weights);
+    // Each share rounded down to a multiple of 2^-64, the remainder (below one unit per cell)
+    // on the heaviest cell, nothing on the empty one.
+    let mass = table.masses();
+    assert_eq!(mass.values().sum::<u128>(), 1 << 64);
+    assert_eq!(mass.get(&1), None);
+    for c in [0, 2] {
+        assert_eq!(mass[&c], (u128::from(weights[c]) << 64) / 1000);
+    }
+    assert!(mass[&3] - (997u128 << 64) / 1000 < 4);
     let mut rng = resample_rng(17, 0);
     let mut counts = [0u64; 4];
     let draws = 1_000_000;
     for _ in 0..draws {
-        counts[table.sample(&mut rng)] += 1;
+        counts[table.pick(rng.next_u64())] += 1;
     }
     assert_eq!(counts[1], 0);
     for c in [0, 2, 3] {
@@ -156,6 +166,22 @@ fn alias_table_draws_each_cell_with_its_exact_share() {
             "{counts:?}"
         );
     }
+}
+
+/// Every bucket decides exactly at its threshold, and a bucket that is never short keeps
+/// every uniform, the largest included.
+#[test]
+fn packed_alias_decides_exactly_at_thresholds() {
+    // Two buckets of 2^63: index 0 has mass 2^62 (half of bucket 0), index 1 the rest.
+    let table = PackedAlias::new(vec![1 << 62, 3 << 62]);
+    assert_eq!(table.pick(0), 0);
+    assert_eq!(table.pick((1 << 62) - 1), 0);
+    assert_eq!(table.pick(1 << 62), 1);
+    assert_eq!(table.pick(u64::MAX >> 1), 1);
+    assert_eq!(table.pick(1 << 63), 1);
+    assert_eq!(table.pick(u64::MAX), 1);
+    let single = PackedAlias::new(vec![1 << 64]);
+    assert_eq!((single.pick(0), single.pick(u64::MAX)), (0, 0));
 }
 
 #[test]
@@ -174,6 +200,21 @@ fn degenerate_samplers() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any positive weights are held as their shares rounded down to multiples of 2^-64, with
+    /// less than one unit per cell left over.
+    #[test]
+    fn packed_alias_holds_rounded_shares(parts in prop::collection::vec(0u64..1 << 40, 1..70)) {
+        let weights: Vec<u64> = parts.iter().map(|&p| p + 1).collect();
+        let table = PackedAlias::from_weights(&weights);
+        let total = u128::from(weights.iter().sum::<u64>());
+        let mass = table.masses();
+        prop_assert_eq!(mass.values().sum::<u128>(), 1 << 64);
+        for (c, &w) in weights.iter().enumerate() {
+            let share = (u128::from(w) << 64) / total;
+            prop_assert!(mass[&c] >= share && mass[&c] - share < weights.len() as u128);
+        }
+    }
 
     /// Every draw has exactly N items and never lands in an empty cell.
     #[test]
