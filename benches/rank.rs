@@ -3,8 +3,10 @@
 //! parse-only time of judge's parser and of a plain one-thread serde_json read (both in this
 //! process, warm), the time `judge rank` itself spent reading and parsing the file
 //! (`--timings`, "in-run"), the whole command's wall time (process start to exit) and its
-//! peak memory (via `/usr/bin/time`): best of five rounds, and the median over rounds of the
-//! whole command's time divided by each of the three parse times (see [`ROUNDS`]).
+//! peak memory (via `/usr/bin/time`): best of seven rounds. Ratios are medians over rounds:
+//! the command's own total (reading to writing, `--timings`) over its own read+parse
+//! ("total÷rp", the same process, so process start and exit are in neither), and the whole
+//! command's time over each of the three parse times (see [`ROUNDS`]).
 //! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
@@ -77,7 +79,7 @@ fn serde_parse(path: &Path) -> usize {
 /// Measurement rounds per size. Each round times the parser, the serde read and the whole
 /// command back to back, so that the VM's drifting speed affects all three alike; the table
 /// shows the best time of each and the median over rounds of the per-round ratios.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 
 fn timed<T>(f: impl FnOnce() -> T) -> (f64, T) {
     let t = Instant::now();
@@ -96,6 +98,8 @@ struct RankRun {
     wall: f64,
     /// Reading and parsing the file inside that process (from `--timings`), seconds.
     read_parse: f64,
+    /// Everything that process did from reading to writing (from `--timings`), seconds.
+    total: f64,
     peak_kb: u64,
 }
 
@@ -115,15 +119,21 @@ fn run_rank(exe: &str, path: &Path, out: &Path) -> RankRun {
     let last = stderr.lines().last().expect("time output");
     let timings = stderr
         .lines()
-        .find_map(|l| l.strip_prefix("timings: read+parse "))
+        .find(|l| l.starts_with("timings: "))
         .expect("a timings line");
+    // "timings: read+parse X s · rank Y s · write Z s · total T s"
+    let seconds = |label: &str| -> f64 {
+        let words: Vec<&str> = timings.split_whitespace().collect();
+        let at = words
+            .iter()
+            .position(|w| *w == label)
+            .unwrap_or_else(|| panic!("{label} in {timings}"));
+        words[at + 1].parse().expect("seconds")
+    };
     RankRun {
         wall,
-        read_parse: timings
-            .split_whitespace()
-            .next()
-            .and_then(|s| s.parse().ok())
-            .expect("read+parse seconds"),
+        read_parse: seconds("read+parse"),
+        total: seconds("total"),
         peak_kb: last.trim().parse().expect("max rss kb"),
     }
 }
@@ -133,13 +143,14 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("judge-rank-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
-        "{:>9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8}",
+        "{:>9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
         "rows",
         "models",
         "parse (s)",
         "serde (s)",
         "in-run (s)",
         "rank (s)",
+        "total÷rp",
         "÷in-run",
         "÷parse",
         "÷serde",
@@ -149,7 +160,7 @@ fn main() {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
         write_battles(&path, rows, models);
         let (mut parse, mut serde) = (Vec::new(), Vec::new());
-        let (mut whole, mut in_run) = (Vec::new(), Vec::new());
+        let (mut whole, mut in_run, mut own) = (Vec::new(), Vec::new(), Vec::new());
         let mut peak_kb = 0u64;
         for _ in 0..ROUNDS {
             let (t, parsed) = timed(|| {
@@ -165,16 +176,18 @@ fn main() {
             let run = run_rank(exe, &path, &dir.join("out.json"));
             whole.push(run.wall);
             in_run.push(run.read_parse);
+            own.push(run.total / run.read_parse);
             peak_kb = peak_kb.max(run.peak_kb);
         }
         let best = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
         let ratio = |base: &[f64]| median(whole.iter().zip(base).map(|(w, b)| w / b).collect());
         println!(
-            "{rows:>9} {models:>6} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>9.2} {:>9.2} {:>9.2} {:>8.1}",
+            "{rows:>9} {models:>6} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8.1}",
             best(&parse),
             best(&serde),
             best(&in_run),
             best(&whole),
+            median(own.clone()),
             ratio(&in_run),
             ratio(&parse),
             ratio(&serde),

@@ -4,7 +4,8 @@
 //! intervals); the task unit is the cluster bootstrap (Davison & Hinkley 1997, §3.8).
 //! Each resample draws aggregated cell counts (see [`super::bootstrap_input`]) and refits
 //! with chord steps (Newton's method as the fallback), started one linearised Newton step
-//! away from the full-data strengths (see `LinearisedStart`). Resample `r` draws from its
+//! away from the full-data strengths, four resamples side by side (see
+//! [`super::refit`]). Resample `r` draws from its
 //! own generator (`resample_rng(seed, r)`: xoshiro256++ seeded from ChaCha8 stream `r`), so
 //! the result is the same for every thread count and batch layout. Memory is
 //! O(cells + resamples × models), independent of the number of rows.

@@ -1,6 +1,6 @@
 //! Bradley–Terry refits of [`REFIT_LANES`] bootstrap resamples side by side.
 //!
-//! The chord method of [`LinearisedStart`] (see `LinearisedStart::inverse`) on several
+//! The chord method on the full-data Hessian inverse of [`LinearisedStart`] on several
 //! resamples at once: every per-pair and per-model quantity is a small array with one entry
 //! per resample (a lane), so one pass over the pairs and one over the Hessian inverse serve
 //! every lane, and the divisions σ = E_i/(E_i + E_j) run two to a vector instruction. Lanes
