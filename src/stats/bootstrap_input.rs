@@ -246,6 +246,7 @@ impl BootstrapInputBuilder {
 
     /// Adds one row: model `a` against model `b` on task `task` (any label; every distinct
     /// label is one cluster of the task bootstrap).
+    #[inline]
     pub fn add(
         &mut self,
         a: usize,

@@ -91,6 +91,7 @@ impl PairCounts {
     }
 
     /// [`PairCounts::add_count`] for a row already [`locate`]d.
+    #[inline]
     pub(crate) fn add_located(
         &mut self,
         a: usize,
@@ -202,6 +203,7 @@ pub(crate) fn pair_index(n_models: usize, i: usize, j: usize) -> usize {
 
 /// Validates a comparison and returns its pair index and tally cell
 /// (`0` = lower index wins, `1` = higher index wins, `2` = tie, `None` = both bad).
+#[inline]
 pub(crate) fn locate(
     n_models: usize,
     a: usize,
@@ -216,17 +218,13 @@ pub(crate) fn locate(
     if a == b {
         return Err(StatsError::SelfComparison { index: a });
     }
-    let (lo, hi, outcome) = if a < b {
-        (a, b, outcome)
-    } else {
-        (b, a, outcome.swapped())
-    };
-    let cell = match outcome {
-        Outcome::AWins => Some(0),
-        Outcome::BWins => Some(1),
-        Outcome::Tie => Some(2),
-        Outcome::BothBad => None,
-    };
+    // Branch-free: outcomes and orders come in no predictable sequence. Cell by outcome
+    // (AWins, BWins, Tie, BothBad) and by whether a is the higher index (then a's win is
+    // the higher index's win); 3 stands for both bad.
+    const CELL: [[u8; 2]; 4] = [[0, 1], [1, 0], [2, 2], [3, 3]];
+    let (lo, hi) = (a.min(b), a.max(b));
+    let cell = usize::from(CELL[outcome as usize][usize::from(a > b)]);
+    let cell = (cell < 3).then_some(cell);
     Ok((pair_index(n_models, lo, hi), cell))
 }
 

@@ -42,12 +42,12 @@ pub fn elo(
     let mut matches = vec![0u64; n_models];
     for (a, b, outcome) in rows {
         locate(n_models, a, b, outcome)?;
-        let score = match outcome {
-            Outcome::AWins => 1.0,
-            Outcome::BWins => 0.0,
-            Outcome::Tie => 0.5,
-            Outcome::BothBad => continue,
-        };
+        if outcome == Outcome::BothBad {
+            continue;
+        }
+        // By outcome (AWins, BWins, Tie): a lookup, as outcomes come in no predictable order.
+        const SCORE: [f64; 3] = [1.0, 0.0, 0.5];
+        let score = SCORE[outcome as usize];
         // 10^x as e^(x·ln 10): the same value to rounding, and exp is much cheaper than pow.
         let expected = 1.0 / (1.0 + ((rating[b] - rating[a]) * LN10_OVER_400).exp());
         let established = matches[a].min(matches[b]) >= ELO_ESTABLISHED_MATCHES;
