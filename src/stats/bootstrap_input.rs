@@ -135,14 +135,17 @@ impl BootstrapInput {
         data: &mut LaneData,
         draws: &mut [Vec<u64>; REFIT_LANES],
     ) {
+        let cells = self.cells.len();
         for (lane, d) in draws.iter_mut().enumerate() {
             // One extra zero at the end stands for an outcome a pair never had.
-            d.resize(self.cells.len() + 1, 0);
-            d.fill(0);
+            d.resize(cells + 1, 0);
             if lane < count {
                 let mut rng = resample_rng(seed, first + lane);
-                self.cells.sample(&mut rng, &mut d[..self.cells.len()]);
+                self.cells.sample(&mut rng, &mut d[..cells]);
+            } else {
+                d.fill(0);
             }
+            d[cells] = 0;
         }
         // Gathered per pair (reads in any order, writes whole rows in order). Counts are far
         // below 2^53, so the conversions and sums are exact.
