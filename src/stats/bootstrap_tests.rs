@@ -382,8 +382,8 @@ fn chord_refits_match_fully_converged_fits() {
     }
 }
 
-/// Lanes do not mix: a resample refits to the same bits whichever resamples share its batch
-/// and in whichever lane it sits, and a lane past `count` changes nothing.
+/// Lanes do not mix: a resample refits to the same bits, and gets the same win rates,
+/// whichever resamples share its batch and in whichever lane it sits.
 #[test]
 fn lanes_refit_independently() {
     let p = 7;
@@ -393,6 +393,9 @@ fn lanes_refit_independently() {
         2000,
         |pairs, data, start, refit, _, _| {
             let converged = refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
+            let mut rates = vec![vec![0.0; p]; REFIT_LANES];
+            let mut rows: Vec<&mut [f64]> = rates.iter_mut().map(|r| r.as_mut_slice()).collect();
+            refit.win_rates(REFIT_LANES, &mut rows);
             let mut together = vec![0.0; p];
             for (lane, &was_converged) in converged.iter().enumerate() {
                 refit.theta_lane(lane, &mut together);
@@ -406,6 +409,9 @@ fn lanes_refit_independently() {
                 let mut by_itself = vec![0.0; p];
                 refit.theta_lane(0, &mut by_itself);
                 assert_eq!(together, by_itself, "lane {lane}");
+                let mut alone_rates = vec![0.0; p];
+                refit.win_rates(1, &mut [alone_rates.as_mut_slice()]);
+                assert_eq!(rates[lane], alone_rates, "win rates of lane {lane}");
                 // Restore the batch for the next lane.
                 refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
             }

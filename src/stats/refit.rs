@@ -234,10 +234,13 @@ impl LaneRefit {
                         std::array::from_fn(|l| e[j][l] * inv[l]),
                     )
                 } else {
+                    // The same arithmetic as above wherever it is safe, so that a lane's
+                    // result never depends on the other lanes' taking this path.
                     let both: [(f64, f64); REFIT_LANES] = std::array::from_fn(|l| {
                         let sum = e[i][l] + e[j][l];
                         if sum > UNDERFLOW_GUARD {
-                            (e[i][l] / sum, e[j][l] / sum)
+                            let inv = 1.0 / sum;
+                            (e[i][l] * inv, e[j][l] * inv)
                         } else {
                             sigmoid_pair(theta[i][l] - theta[j][l])
                         }
