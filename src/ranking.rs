@@ -104,8 +104,10 @@ pub fn rank(
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
+    let total = aggregate_all(n, rows, params)?;
     // Elo needs every row in order and nothing from the fit: it runs on a side thread while
-    // the rows are aggregated, fitted and bootstrapped.
+    // the counts are fitted and bootstrapped (not during the aggregation, whose threads
+    // already take every core: there it would only preempt them).
     let (fitted, elos) = std::thread::scope(|scope| {
         let side = scope.spawn(|| {
             let rated = rows.iter().filter_map(|r| match r.outcome {
@@ -114,7 +116,7 @@ pub fn rank(
             });
             elo(n, rated)
         });
-        let fitted = fit_and_bootstrap(n, rows, params);
+        let fitted = fit_and_bootstrap(n, total, params);
         (fitted, side.join().expect("the Elo thread panicked"))
     });
     let Aggregated {
@@ -184,11 +186,9 @@ struct Aggregated {
     failed: u64,
 }
 
-/// Aggregates the rows, fits Bradley–Terry and bootstraps it; the per-model counts come from
-/// the same aggregation.
-fn fit_and_bootstrap(n: usize, rows: &[Row], params: RankParams) -> Result<Aggregated, RankError> {
-    // Aggregated in contiguous parts on all threads; a bad row is reported from the first
-    // part that has one, so the error is the file's first either way.
+/// Aggregates the rows in contiguous parts on all threads; a bad row is reported from the
+/// first part that has one, so the error is the file's first either way.
+fn aggregate_all(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankError> {
     let part = rows.len().div_ceil(params.threads.max(1)).max(1);
     let parts: Vec<Result<Part, RankError>> = std::thread::scope(|s| {
         let handles: Vec<_> = rows
@@ -210,6 +210,12 @@ fn fit_and_bootstrap(n: usize, rows: &[Row], params: RankParams) -> Result<Aggre
         }
         total.failed_rows += more.failed_rows;
     }
+    Ok(total)
+}
+
+/// Fits Bradley–Terry to the aggregated rows and bootstraps it; the per-model counts come
+/// from the same aggregation.
+fn fit_and_bootstrap(n: usize, total: Part, params: RankParams) -> Result<Aggregated, RankError> {
     let input = total.builder.build();
     let counts = input.counts();
     let rated = counts.rated_total();
