@@ -273,8 +273,7 @@ impl<'a> Worker<'a> {
         for (lane, th) in theta.chunks_mut(p).enumerate() {
             self.refit.theta_lane(lane, th);
         }
-        let mut rows: Vec<&mut [f64]> = win.chunks_mut(p).collect();
-        self.refit.win_rates(count, &mut rows);
+        self.refit.win_rates(count, win);
         Ok(())
     }
 }

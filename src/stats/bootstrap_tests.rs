@@ -393,9 +393,8 @@ fn lanes_refit_independently() {
         2000,
         |pairs, data, start, refit, _, _| {
             let converged = refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
-            let mut rates = vec![vec![0.0; p]; REFIT_LANES];
-            let mut rows: Vec<&mut [f64]> = rates.iter_mut().map(|r| r.as_mut_slice()).collect();
-            refit.win_rates(REFIT_LANES, &mut rows);
+            let mut rates = vec![0.0; REFIT_LANES * p];
+            refit.win_rates(REFIT_LANES, &mut rates);
             let mut together = vec![0.0; p];
             for (lane, &was_converged) in converged.iter().enumerate() {
                 refit.theta_lane(lane, &mut together);
@@ -410,8 +409,12 @@ fn lanes_refit_independently() {
                 refit.theta_lane(0, &mut by_itself);
                 assert_eq!(together, by_itself, "lane {lane}");
                 let mut alone_rates = vec![0.0; p];
-                refit.win_rates(1, &mut [alone_rates.as_mut_slice()]);
-                assert_eq!(rates[lane], alone_rates, "win rates of lane {lane}");
+                refit.win_rates(1, &mut alone_rates);
+                assert_eq!(
+                    rates[lane * p..(lane + 1) * p],
+                    alone_rates,
+                    "win rates of lane {lane}"
+                );
                 // Restore the batch for the next lane.
                 refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
             }

@@ -10,7 +10,7 @@
 use super::StatsError;
 use super::counts::{ActivePairs, PairCounts, PairData};
 use super::linalg::{cholesky_factor, cholesky_solve, solve_factored};
-use super::refit::{Lanes, REFIT_LANES};
+use super::refit::{LaneRefit, Lanes, REFIT_LANES};
 
 /// The default prior precision λ (`--prior`).
 pub const DEFAULT_PRIOR: f64 = 0.1;
@@ -87,51 +87,13 @@ pub fn rating_from_theta(theta: f64) -> f64 {
 
 /// Expected win rate against the field: for model i, the mean over the other models j of
 /// σ(θ_i − θ_j). With a single model there is no field and the rate is defined as 0.5.
+/// Computed exactly as for every bootstrap resample (see [`LaneRefit::win_rates`]).
 pub fn win_rates(theta: &[f64]) -> Vec<f64> {
+    let mut refit = LaneRefit::new(theta.len());
+    refit.set_theta_lane(0, theta);
     let mut out = vec![0.0; theta.len()];
-    win_rates_into(theta, &mut out, &mut Vec::new());
+    refit.win_rates(1, &mut out);
     out
-}
-
-/// [`win_rates`] into a caller-provided buffer, using `scratch` for e^θ (no exponential
-/// per pair).
-pub(crate) fn win_rates_into(theta: &[f64], out: &mut [f64], scratch: &mut Vec<f64>) {
-    let p = theta.len();
-    if p < 2 {
-        out.fill(0.5);
-        return;
-    }
-    out.fill(0.0);
-    let expo = Exponentials::new(theta, scratch);
-    if expo.no_underflow {
-        // σ(θ_i − θ_j) summed over j ≠ i: with E_i/(E_i + E_j) the loop has no calls and
-        // each term is independent, so it vectorises.
-        let e = expo.e;
-        let (quads, rest) = e.split_at(e.len() - e.len() % 4);
-        for (i, x) in out.iter_mut().enumerate() {
-            let ei = e[i];
-            // Four running sums, so that the additions do not wait on each other.
-            let mut sums = [0.0; 4];
-            for quad in quads.chunks_exact(4) {
-                for (s, &ej) in sums.iter_mut().zip(quad) {
-                    *s += ei / (ei + ej);
-                }
-            }
-            let tail: f64 = rest.iter().map(|&ej| ei / (ei + ej)).sum();
-            // The j = i term is exactly ½.
-            *x = (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail - 0.5;
-        }
-    } else {
-        for i in 0..p {
-            for j in i + 1..p {
-                let (fwd, back) = expo.sigmoid_pair(theta, i, j);
-                out[i] += fwd;
-                out[j] += back;
-            }
-        }
-    }
-    let field = (p - 1) as f64;
-    out.iter_mut().for_each(|x| *x /= field);
 }
 
 /// Below this E_i + E_j, σ is computed from θ directly.
@@ -141,9 +103,6 @@ pub(super) const UNDERFLOW_GUARD: f64 = 1e-280;
 /// exponential, per pair.
 struct Exponentials<'a> {
     e: &'a [f64],
-    /// Every E_i + E_j is above the underflow guard of [`Exponentials::sigmoid_pair`] (true
-    /// unless the strengths span more than about 645 in θ).
-    no_underflow: bool,
 }
 
 impl<'a> Exponentials<'a> {
@@ -151,23 +110,25 @@ impl<'a> Exponentials<'a> {
         let top = theta.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         buf.clear();
         buf.extend(theta.iter().map(|t| (t - top).exp()));
-        let smallest = buf.iter().copied().fold(f64::INFINITY, f64::min);
-        Exponentials {
-            e: buf,
-            no_underflow: smallest > UNDERFLOW_GUARD,
-        }
+        Exponentials { e: buf }
     }
 
     /// `(σ(θ_i − θ_j), σ(θ_j − θ_i))`; falls back to the direct formula in the (never seen
     /// in practice) case where both exponentials underflow.
     fn sigmoid_pair(&self, theta: &[f64], i: usize, j: usize) -> (f64, f64) {
-        let (ei, ej) = (self.e[i], self.e[j]);
-        let sum = ei + ej;
-        if sum > UNDERFLOW_GUARD {
-            (ei / sum, ej / sum)
-        } else {
-            sigmoid_pair(theta[i] - theta[j])
-        }
+        guarded_sigmoid_pair(self.e[i], self.e[j], theta[i] - theta[j])
+    }
+}
+
+/// `(σ(d), σ(−d))` for d = θ_i − θ_j from E_i = e^(θ_i − c) and E_j = e^(θ_j − c), any c:
+/// E_i/(E_i + E_j) and E_j/(E_i + E_j), unless their sum is below [`UNDERFLOW_GUARD`]
+/// (then from d directly).
+pub(super) fn guarded_sigmoid_pair(ei: f64, ej: f64, d: f64) -> (f64, f64) {
+    let sum = ei + ej;
+    if sum > UNDERFLOW_GUARD {
+        (ei / sum, ej / sum)
+    } else {
+        sigmoid_pair(d)
     }
 }
 

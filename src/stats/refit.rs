@@ -8,7 +8,7 @@
 //! is frozen, so a resample's result does not depend on which resamples share its batch
 //! (nor, therefore, on the number of threads).
 
-use super::bradley_terry::{LinearisedStart, UNDERFLOW_GUARD, sigmoid_pair};
+use super::bradley_terry::{LinearisedStart, UNDERFLOW_GUARD, guarded_sigmoid_pair, sigmoid_pair};
 use super::counts::PairData;
 
 /// Resamples refitted together.
@@ -199,23 +199,20 @@ impl LaneRefit {
         } else {
             add_residuals(pairs, data, &mut self.grad, |_, i, j| {
                 std::array::from_fn(|l| {
-                    let sum = e[i][l] + e[j][l];
-                    if sum > UNDERFLOW_GUARD {
-                        e[i][l] / sum
-                    } else {
-                        sigmoid_pair(theta[i][l] - theta[j][l]).0
-                    }
+                    guarded_sigmoid_pair(e[i][l], e[j][l], theta[i][l] - theta[j][l]).0
                 })
             });
         }
     }
 
     /// The expected win rate against the field of every model in the first `count` lanes
-    /// (as [`super::bradley_terry::win_rates`]), lane l into `out[l]`.
-    pub(crate) fn win_rates(&mut self, count: usize, out: &mut [&mut [f64]]) {
+    /// (see [`super::bradley_terry::win_rates`]), lane l into row l of the row-major
+    /// `count × p` matrix `out`.
+    pub(crate) fn win_rates(&mut self, count: usize, out: &mut [f64]) {
         let p = self.theta.len();
+        debug_assert_eq!(out.len(), count * p);
         if p < 2 {
-            out.iter_mut().for_each(|o| o.fill(0.5));
+            out.fill(0.5);
             return;
         }
         let fast = self.exponentials();
@@ -254,8 +251,8 @@ impl LaneRefit {
             }
         }
         let field = (p - 1) as f64;
-        for (lane, o) in out.iter_mut().enumerate().take(count) {
-            for (x, s) in o.iter_mut().zip(sums.iter()) {
+        for (lane, row) in out.chunks_exact_mut(p).enumerate() {
+            for (x, s) in row.iter_mut().zip(sums.iter()) {
                 *x = s[lane] / field;
             }
         }
