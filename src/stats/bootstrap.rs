@@ -176,14 +176,12 @@ fn run_parallel(
 /// One thread's buffers.
 struct Worker<'a> {
     job: &'a Job<'a>,
-    /// Resamples drawn together: [`LANES`] for the task unit (they share a pass over the task
-    /// cells), [`REFIT_LANES`] for the comparison unit.
-    width: usize,
+    /// The resamples drawn together, [`REFIT_LANES`] per group: [`LANES`] for the task unit
+    /// (they share a pass over the task cells), one group for the comparison unit.
     batch: Vec<LaneData>,
     refit: LaneRefit,
     newton: Newton,
     single: PairData,
-    lane_theta: Vec<f64>,
     scratch: Scratch,
 }
 
@@ -197,12 +195,10 @@ impl<'a> Worker<'a> {
         let pairs = job.input.active.models.len();
         Worker {
             job,
-            width,
             batch: vec![LaneData::new(pairs); width.div_ceil(REFIT_LANES)],
             refit: LaneRefit::new(p),
             newton: Newton::new(p),
             single: PairData::default(),
-            lane_theta: vec![0.0; p],
             scratch: Scratch::default(),
         }
     }
@@ -210,12 +206,11 @@ impl<'a> Worker<'a> {
     /// Resamples `first..first + theta.len()/p` into the given output rows.
     fn run(&mut self, first: usize, theta: &mut [f64], win: &mut [f64]) -> Result<(), StatsError> {
         let p = self.job.start.len();
-        let rows = theta
-            .chunks_mut(p * self.width)
-            .zip(win.chunks_mut(p * self.width));
+        let width = self.batch.len() * REFIT_LANES;
+        let rows = theta.chunks_mut(p * width).zip(win.chunks_mut(p * width));
         for (b, (theta_rows, win_rows)) in rows.enumerate() {
             let count = theta_rows.len() / p;
-            let start = first + b * self.width;
+            let start = first + b * width;
             let job = self.job;
             job.input.resample_batch(
                 job.unit,
@@ -257,21 +252,15 @@ impl<'a> Worker<'a> {
                 [false; REFIT_LANES]
             }
         };
-        // Lanes the chord method gave up on: Newton's method from where it stopped.
-        for lane in (0..count).filter(|&l| !converged[l]) {
-            data.lane_into(lane, &mut self.single);
-            self.refit.theta_lane(lane, &mut self.lane_theta);
-            self.newton.solve(
-                pairs,
-                &self.single,
-                job.prior,
-                &mut self.lane_theta,
-                RESAMPLE_STEP_TOL,
-            )?;
-            self.refit.set_theta_lane(lane, &self.lane_theta);
-        }
         for (lane, th) in theta.chunks_mut(p).enumerate() {
             self.refit.theta_lane(lane, th);
+            if !converged[lane] {
+                // The chord method gave up: Newton's method from where it stopped.
+                data.lane_into(lane, &mut self.single);
+                self.newton
+                    .solve(pairs, &self.single, job.prior, th, RESAMPLE_STEP_TOL)?;
+                self.refit.set_theta_lane(lane, th);
+            }
         }
         self.refit.win_rates(count, win);
         Ok(())
