@@ -146,12 +146,9 @@ pub(crate) struct PackedAlias {
 impl PackedAlias {
     /// A table drawing index k with probability `mass[k]`/2^64; the masses must sum to
     /// exactly 2^64 and there must be fewer than 2^32 of them.
-    fn new(mut mass: Vec<u128>) -> PackedAlias {
-        debug_assert_eq!(mass.iter().sum::<u128>(), 1 << 64);
-        let bits = mass.len().next_power_of_two().trailing_zeros().max(1);
-        mass.resize(1 << bits, 0);
+    fn new(mass: Vec<u128>) -> PackedAlias {
+        let (bits, threshold, alias) = power_of_two_alias(mass);
         let full = 1u128 << (64 - bits);
-        let (threshold, alias) = vose(&mut mass, full);
         let entries = (0u64..)
             .zip(threshold.into_iter().zip(alias))
             .map(|(bucket, (threshold, alias))| {
@@ -217,11 +214,23 @@ impl PackedAlias {
     }
 }
 
+/// Walker's alias table over 2^m buckets (m ≥ 1, the fewest that hold every index) for
+/// integer masses summing to exactly 2^64: returns m and, per bucket, the threshold (out of
+/// 2^(64−m)) below which the bucket keeps itself, and its alias otherwise. Shared by
+/// [`PackedAlias`] and the Poisson tables, which store the same table in different layouts.
+pub(crate) fn power_of_two_alias(mut mass: Vec<u128>) -> (u32, Vec<u64>, Vec<u32>) {
+    debug_assert_eq!(mass.iter().sum::<u128>(), 1 << 64);
+    let bits = mass.len().next_power_of_two().trailing_zeros().max(1);
+    mass.resize(1 << bits, 0);
+    let (threshold, alias) = vose(&mut mass, 1u128 << (64 - bits));
+    (bits, threshold, alias)
+}
+
 /// Vose's alias construction in exact integers: `mass` (consumed) holds each bucket's
 /// integer mass and they sum to `mass.len() × full`. Returns per bucket the threshold below
 /// which (out of `full`) the bucket keeps itself, and its alias otherwise; a bucket that is
 /// never short keeps the threshold `full`.
-pub(crate) fn vose(mass: &mut [u128], full: u128) -> (Vec<u64>, Vec<u32>) {
+fn vose(mass: &mut [u128], full: u128) -> (Vec<u64>, Vec<u32>) {
     let index = |c: usize| u32::try_from(c).expect("fewer than 2^32 buckets");
     let mut threshold = vec![u64::try_from(full).expect("a bucket holds below 2^64"); mass.len()];
     let mut alias: Vec<u32> = (0..mass.len()).map(index).collect();
