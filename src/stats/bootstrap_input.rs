@@ -133,25 +133,25 @@ impl BootstrapInput {
         first: usize,
         count: usize,
         data: &mut LaneData,
-        draws: &mut [Vec<u64>; REFIT_LANES],
+        draws: &mut Vec<[u64; REFIT_LANES]>,
     ) {
         let cells = self.cells.len();
-        for (lane, d) in draws.iter_mut().enumerate() {
-            // One extra zero at the end stands for an outcome a pair never had.
-            d.resize(cells + 1, 0);
-            if lane < count {
-                let mut rng = resample_rng(seed, first + lane);
-                self.cells.sample(&mut rng, &mut d[..cells]);
-            } else {
-                d.fill(0);
-            }
-            d[cells] = 0;
+        // One extra zero at the end stands for an outcome a pair never had.
+        draws.resize(cells + 1, [0; REFIT_LANES]);
+        // Lanes past `count` draw from the streams of resamples that are never reported and
+        // are then zeroed: the common case (full groups) stays branch-free.
+        let mut rngs = std::array::from_fn(|lane| resample_rng(seed, first + lane));
+        self.cells.sample_lanes(&mut rngs, &mut draws[..cells]);
+        draws[cells] = [0; REFIT_LANES];
+        if count < REFIT_LANES {
+            draws.iter_mut().for_each(|d| d[count..].fill(0));
         }
         // Gathered per pair (reads in any order, writes whole rows in order). Counts are far
         // below 2^53, so the conversions and sums are exact.
         for ((w, n), &cells) in data.w.iter_mut().zip(&mut data.n).zip(&self.pair_cells) {
-            for (lane, d) in draws.iter().enumerate() {
-                let [lower, higher, tie] = cells.map(|c| d[c as usize] as i64 as f64);
+            let [lower, higher, tie] = cells.map(|c| draws[c as usize]);
+            for lane in 0..REFIT_LANES {
+                let [lower, higher, tie] = [lower, higher, tie].map(|d| d[lane] as i64 as f64);
                 w[lane] = lower + 0.5 * tie;
                 n[lane] = lower + higher + tie;
             }
@@ -212,8 +212,8 @@ pub(crate) const LANES: usize = 8;
 /// Per-thread scratch space for drawing resamples.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// Cell draws of the comparison-level resamples of one lane group.
-    counts: [Vec<u64>; REFIT_LANES],
+    /// Cell draws of the comparison-level resamples of one lane group (per cell, per lane).
+    counts: Vec<[u64; REFIT_LANES]>,
     /// Task multiplicities per lane.
     times: Vec<[f64; LANES]>,
 }

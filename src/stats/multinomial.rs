@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use rand_core::Rng;
 
-use super::poisson::Poisson;
+use super::poisson::{Poisson, Xoshiro256, fill_lane_uniforms, lanes_vectorised};
+use super::refit::REFIT_LANES;
 
 /// How many standard deviations below N the Poisson total is aimed.
 const POISSON_MARGIN_SDS: f64 = 2.0;
@@ -86,6 +87,70 @@ impl CellSampler {
         };
         for _ in drawn..self.total {
             out[self.alias.pick(rng.next_u64())] += 1;
+        }
+    }
+}
+
+impl CellSampler {
+    /// Writes one multinomial draw of N items per lane into `out` (per cell, one count per
+    /// lane), lane `l` drawing from `rngs[l]` exactly what [`CellSampler::sample`] would draw
+    /// from it alone. The lanes' Poisson draws are interleaved cell by cell, so the
+    /// generators' independent dependency chains overlap; redraws and top-ups go lane by lane.
+    pub(crate) fn sample_lanes(
+        &self,
+        rngs: &mut [Xoshiro256; REFIT_LANES],
+        out: &mut [[u64; REFIT_LANES]],
+    ) {
+        debug_assert_eq!(out.len(), self.len());
+        let mut drawn = [0; REFIT_LANES];
+        let mut rest = &mut *out;
+        for &(k, len) in &self.runs {
+            let (run, tail) = rest.split_at_mut(len as usize);
+            let sums = self.poisson[k as usize].fill_lanes(rngs, run);
+            for (d, s) in drawn.iter_mut().zip(sums) {
+                *d += s;
+            }
+            rest = tail;
+        }
+        for (lane, rng) in rngs.iter_mut().enumerate() {
+            while drawn[lane] > self.total {
+                // Drawn again, alone, exactly as `sample` would.
+                drawn[lane] = 0;
+                let mut rest = &mut *out;
+                for &(k, len) in &self.runs {
+                    let (run, tail) = rest.split_at_mut(len as usize);
+                    for cell in run {
+                        cell[lane] = self.poisson[k as usize].sample(rng);
+                        drawn[lane] += cell[lane];
+                    }
+                    rest = tail;
+                }
+            }
+        }
+        // The top-ups: every lane at once while all lanes have some left (where that is
+        // faster), then lane by lane.
+        let short = drawn.map(|d| self.total - d);
+        let common = if lanes_vectorised() {
+            short.iter().copied().min().unwrap_or(0)
+        } else {
+            0
+        };
+        let mut uniforms = [[0; REFIT_LANES]; 64];
+        let mut left = common as usize;
+        while left > 0 {
+            let chunk = &mut uniforms[..left.min(64)];
+            fill_lane_uniforms(rngs, chunk);
+            for u in &*chunk {
+                for (lane, &u) in u.iter().enumerate() {
+                    out[self.alias.pick(u)][lane] += 1;
+                }
+            }
+            left -= chunk.len();
+        }
+        for (lane, rng) in rngs.iter_mut().enumerate() {
+            for _ in common..short[lane] {
+                out[self.alias.pick(rng.next_u64())][lane] += 1;
+            }
         }
     }
 }

@@ -234,3 +234,62 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn lanes_draw_what_each_generator_draws_alone() {
+    // Tables (small weights), Hörmann's PTRS (large weights past the table budget), lanes
+    // that redraw (M > N happens in ~2% of draws) and uneven top-ups: lane l of
+    // `sample_lanes` must equal `sample` from the same generator, and the generators must
+    // end in the same state.
+    let weightings: [&[u64]; 3] = [
+        &[3, 3, 5, 8, 13, 13, 13, 40, 1],
+        &[1, 2, 3_000_000, 5, 1_000_000, 7, 4_000_000, 2_000_000],
+        &[1],
+    ];
+    for weights in weightings {
+        let sampler = CellSampler::new(weights);
+        if weights.len() == 8 {
+            let ptrs = sampler
+                .poisson
+                .iter()
+                .filter(|p| matches!(p, Poisson::Ptrs(_)));
+            assert!(ptrs.count() > 0, "past the table budget");
+        }
+        let mut redraws = 0;
+        for batch in 0..60 {
+            let fresh = || -> [Xoshiro256; REFIT_LANES] {
+                std::array::from_fn(|l| resample_rng(3, 4 * batch + l))
+            };
+            let mut lanes = fresh();
+            let mut out = vec![[0; REFIT_LANES]; weights.len()];
+            sampler.sample_lanes(&mut lanes, &mut out);
+            let mut alone = fresh();
+            for l in 0..REFIT_LANES {
+                let mut single = vec![0; weights.len()];
+                sampler.sample(&mut alone[l], &mut single);
+                let lane: Vec<u64> = out.iter().map(|cell| cell[l]).collect();
+                assert_eq!(lane, single, "weights {weights:?}, batch {batch}, lane {l}");
+                assert_eq!(lanes[l].next_u64(), alone[l].next_u64(), "generator state");
+                // A lane redrew when its generator moved past one Poisson pass + top-ups.
+                let mut probe = fresh();
+                let mut first_pass = vec![0; weights.len()];
+                let drawn: u64 = sampler
+                    .runs
+                    .iter()
+                    .scan(0usize, |at, &(k, len)| {
+                        let start = *at;
+                        *at += len as usize;
+                        Some(
+                            sampler.poisson[k as usize]
+                                .fill(&mut probe[l], &mut first_pass[start..*at]),
+                        )
+                    })
+                    .sum();
+                redraws += usize::from(drawn > sampler.total());
+            }
+        }
+        if weights.len() > 1 {
+            assert!(redraws > 0, "some lane redrew for weights {weights:?}");
+        }
+    }
+}

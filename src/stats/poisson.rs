@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::multinomial::power_of_two_alias;
+use super::refit::REFIT_LANES;
 
 /// Below this mean inversion is used (Hörmann's recommendation for PTRS).
 const PTRS_MIN_MEAN: f64 = 10.0;
@@ -78,6 +79,38 @@ impl rand_core::TryRng for Xoshiro256 {
             chunk.copy_from_slice(&bytes[..chunk.len()]);
         }
         Ok(())
+    }
+}
+
+/// Whether [`fill_lane_uniforms`] runs the four generators in one vector register on this
+/// CPU (x86-64 with AVX2). Without that, drawing one lane at a time is faster.
+pub(crate) fn lanes_vectorised() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx2::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
+/// Fills `out[i][l]` with the next output of `rngs[l]`, `i` in order: the same numbers as
+/// `out.len()` calls of `next_u64` on each generator, drawn four generators to one vector
+/// register where [`lanes_vectorised`] (about three times fewer instructions per number).
+pub(crate) fn fill_lane_uniforms(
+    rngs: &mut [Xoshiro256; REFIT_LANES],
+    out: &mut [[u64; REFIT_LANES]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() {
+        // SAFETY: the CPU has AVX2.
+        unsafe { avx2::fill_uniforms(rngs, out) };
+        return;
+    }
+    fill_lane_uniforms_scalar(rngs, out);
+}
+
+/// [`fill_lane_uniforms`] one generator at a time.
+fn fill_lane_uniforms_scalar(rngs: &mut [Xoshiro256; REFIT_LANES], out: &mut [[u64; REFIT_LANES]]) {
+    for u in out {
+        *u = std::array::from_fn(|l| rngs[l].next_u64());
     }
 }
 
@@ -195,6 +228,46 @@ impl Poisson {
         sum
     }
 
+    /// Fills every lane of `out` with independent variates, lane `l` from `rngs[l]` in cell
+    /// order (so each lane gets what [`Poisson::fill`] would give it alone), and returns each
+    /// lane's sum. A table takes the uniforms of all lanes at once where
+    /// [`lanes_vectorised`], then looks them up.
+    pub(crate) fn fill_lanes(
+        &self,
+        rngs: &mut [Xoshiro256; REFIT_LANES],
+        out: &mut [[u64; REFIT_LANES]],
+    ) -> [u64; REFIT_LANES] {
+        let mut sum = [0; REFIT_LANES];
+        match self {
+            Poisson::Table(table) if lanes_vectorised() => {
+                fill_lane_uniforms(rngs, out);
+                for cell in out {
+                    for lane in 0..REFIT_LANES {
+                        cell[lane] = table.value(cell[lane]);
+                        sum[lane] += cell[lane];
+                    }
+                }
+            }
+            Poisson::Table(table) => {
+                for (lane, rng) in rngs.iter_mut().enumerate() {
+                    for cell in out.iter_mut() {
+                        cell[lane] = table.sample(rng);
+                        sum[lane] += cell[lane];
+                    }
+                }
+            }
+            other => {
+                for (lane, rng) in rngs.iter_mut().enumerate() {
+                    for cell in out.iter_mut() {
+                        cell[lane] = other.sample(rng);
+                        sum[lane] += cell[lane];
+                    }
+                }
+            }
+        }
+        sum
+    }
+
     /// Poisson(μ) by an alias table (`μ = 0` gives [`Poisson::Zero`]).
     pub(crate) fn tabulated(mu: f64) -> Poisson {
         if mu <= 0.0 {
@@ -299,7 +372,12 @@ impl PoissonTable {
     }
 
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let u = rng.next_u64();
+        self.value(rng.next_u64())
+    }
+
+    /// The value the uniform 64-bit `u` draws.
+    #[inline]
+    fn value(&self, u: u64) -> u64 {
         let bucket = &self.buckets[(u >> (64 - self.bits)) as usize];
         let rest = u & (u64::MAX >> self.bits);
         u64::from(if rest < bucket.threshold {
@@ -355,6 +433,10 @@ impl Ptrs {
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+#[path = "poisson_avx2.rs"]
+mod avx2;
 
 #[cfg(test)]
 #[path = "poisson_tests.rs"]

@@ -165,3 +165,32 @@ proptest! {
         prop_assert!((var - mu).abs() <= var_tol, "var {} vs {}", var, mu);
     }
 }
+
+#[test]
+fn lane_uniforms_are_each_generators_own_sequence() {
+    // The vector path (where this CPU has it) and the scalar one must both give each lane
+    // exactly the numbers its generator gives alone, and leave every generator where it
+    // would be; lengths cover the empty case and odd counts.
+    for count in [0, 1, 7, 64, 1001] {
+        let fresh = || -> [Xoshiro256; REFIT_LANES] { std::array::from_fn(|l| resample_rng(9, l)) };
+        let mut alone = fresh();
+        let expected: Vec<[u64; REFIT_LANES]> = (0..count)
+            .map(|_| std::array::from_fn(|l| alone[l].next_u64()))
+            .collect();
+        let mut vector = fresh();
+        let mut got = vec![[0; REFIT_LANES]; count];
+        fill_lane_uniforms(&mut vector, &mut got);
+        assert_eq!(got, expected, "fill_lane_uniforms, {count} draws");
+        let mut scalar = fresh();
+        fill_lane_uniforms_scalar(&mut scalar, &mut got);
+        assert_eq!(got, expected, "the scalar path, {count} draws");
+        for l in 0..REFIT_LANES {
+            let next = alone[l].next_u64();
+            assert_eq!(vector[l].next_u64(), next, "generator {l} left in step");
+            assert_eq!(scalar[l].next_u64(), next, "generator {l} left in step");
+        }
+    }
+    if !lanes_vectorised() {
+        eprintln!("no AVX2 on this CPU: only the scalar path was compared");
+    }
+}
