@@ -299,8 +299,11 @@ fn vose(mass: &mut [u128], full: u128) -> (Vec<u64>, Vec<u32>) {
     let index = |c: usize| u32::try_from(c).expect("fewer than 2^32 buckets");
     let mut threshold = vec![u64::try_from(full).expect("a bucket holds below 2^64"); mass.len()];
     let mut alias: Vec<u32> = (0..mass.len()).map(index).collect();
-    let (mut small, mut large): (Vec<usize>, Vec<usize>) =
-        (0..mass.len()).partition(|&c| mass[c] < full);
+    let mut small = Vec::with_capacity(mass.len());
+    let mut large = Vec::with_capacity(mass.len());
+    for (c, &m) in mass.iter().enumerate() {
+        if m < full { &mut small } else { &mut large }.push(c);
+    }
     // While a bucket is short some other bucket is over-full (the masses add up).
     while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
         threshold[s] = u64::try_from(mass[s]).expect("below a bucket");

@@ -335,9 +335,12 @@ impl PoissonTable {
         // Integer weights summing to exactly 2^64; the rounding remainder goes to the mode.
         const ONE: u128 = 1 << 64;
         let sum: f64 = pmf.iter().sum();
+        // A share below 1 fits a u64, and the cast truncates as one to u128 would, without a
+        // library call; a share of 1 (μ so small that e^−μ rounds to 1) saturates to 2^64 − 1
+        // and the remainder below gives the mode back its last unit: the same weights.
         let mut weight: Vec<u128> = pmf
             .iter()
-            .map(|p| ((p / sum) * ONE as f64) as u128)
+            .map(|p| u128::from(((p / sum) * ONE as f64) as u64))
             .collect();
         let assigned: u128 = weight.iter().sum();
         let m = (mode - lo) as usize;
