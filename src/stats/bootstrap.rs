@@ -99,6 +99,10 @@ pub fn bootstrap(
             start: &start,
             linearised: LinearisedStart::new(pairs, &full, prior, &start),
         };
+        if unit == BootstrapUnit::Comparison {
+            // Before the threads start, so that none waits on another building it.
+            input.prepare_comparisons();
+        }
         run_parallel(
             &job,
             threads.clamp(1, resamples.div_ceil(CHUNK)),

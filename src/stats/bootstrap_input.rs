@@ -9,6 +9,8 @@
 //! multiplicities (T uniform picks among T tasks), then sums multiplicity × tally per pair.
 //! Memory grows with distinct cells (at most tasks × pairs), not with rows.
 
+use std::sync::OnceLock;
+
 use super::StatsError;
 use super::bootstrap::BootstrapUnit;
 use super::counts::{ActivePairs, Outcome, PairCounts, locate};
@@ -26,7 +28,10 @@ pub struct BootstrapInput {
     /// Per active pair (slot): its cells (lower index wins, higher index wins, tie), as
     /// indices into a draw; an empty outcome points one past the last cell, to a zero.
     pair_cells: Vec<[u32; 3]>,
-    cells: CellSampler,
+    /// Rows per comparison cell, in the order of a draw.
+    weights: Vec<u64>,
+    /// The multinomial over the cells, built on first use (the task unit has none).
+    cells: OnceLock<CellSampler>,
     /// Distinct tasks.
     n_tasks: usize,
     /// Whether per-task cells were kept (see [`BootstrapInputBuilder::comparisons_only`]).
@@ -73,7 +78,7 @@ impl BootstrapInput {
 
     /// All rows, both-bad included (the size of a comparison-level resample).
     pub fn rows(&self) -> u64 {
-        self.cells.total()
+        self.weights.iter().sum()
     }
 
     /// Distinct tasks (the size of a task-level resample).
@@ -88,7 +93,17 @@ impl BootstrapInput {
 
     /// Distinct comparison cells (the cost of one comparison-level resample).
     pub fn n_cells(&self) -> usize {
-        self.cells.len()
+        self.weights.len()
+    }
+
+    /// Builds the comparison-level sampler (its Poisson tables) unless it is built already;
+    /// the task unit never needs it.
+    pub(crate) fn prepare_comparisons(&self) {
+        self.sampler();
+    }
+
+    fn sampler(&self) -> &CellSampler {
+        self.cells.get_or_init(|| CellSampler::new(&self.weights))
     }
 
     /// Draws resamples `first..first + count` (`count` at most [`LANES`]) by `unit`: resample
@@ -135,13 +150,14 @@ impl BootstrapInput {
         data: &mut LaneData,
         draws: &mut Vec<[u64; REFIT_LANES]>,
     ) {
-        let cells = self.cells.len();
+        let sampler = self.sampler();
+        let cells = sampler.len();
         // One extra zero at the end stands for an outcome a pair never had.
         draws.resize(cells + 1, [0; REFIT_LANES]);
         // Lanes past `count` draw from the streams of resamples that are never reported and
         // are then zeroed: the common case (full groups) stays branch-free.
         let mut rngs = std::array::from_fn(|lane| resample_rng(seed, first + lane));
-        self.cells.sample_lanes(&mut rngs, &mut draws[..cells]);
+        sampler.sample_lanes(&mut rngs, &mut draws[..cells]);
         draws[cells] = [0; REFIT_LANES];
         if count < REFIT_LANES {
             draws.iter_mut().for_each(|d| d[count..].fill(0));
@@ -285,7 +301,8 @@ impl BootstrapInputBuilder {
             (0, vec![0; active.models.len() + 1], Vec::new())
         };
         BootstrapInput {
-            cells: CellSampler::new(&weights),
+            weights,
+            cells: OnceLock::new(),
             counts: self.counts,
             active,
             pair_cells,

@@ -65,11 +65,6 @@ impl CellSampler {
         self.cells
     }
 
-    /// Total items per draw (N).
-    pub(crate) fn total(&self) -> u64 {
-        self.total
-    }
-
     /// Writes one multinomial draw of N items into `out` (one count per cell).
     pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut [u64]) {
         debug_assert_eq!(out.len(), self.len());

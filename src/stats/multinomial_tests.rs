@@ -53,7 +53,7 @@ fn multinomial_over_cells_matches_row_resampling() {
         .collect();
     let n = rows.len() as u64;
     let sampler = CellSampler::new(&weights);
-    assert_eq!((sampler.len(), sampler.total()), (k, n));
+    assert_eq!((sampler.len(), sampler.total), (k, n));
     let reps = 40_000;
     let (mut cells, mut by_rows) = (Moments::new(k), Moments::new(k));
     let mut out = vec![0u64; k];
@@ -285,7 +285,7 @@ fn lanes_draw_what_each_generator_draws_alone() {
                         )
                     })
                     .sum();
-                redraws += usize::from(drawn > sampler.total());
+                redraws += usize::from(drawn > sampler.total);
             }
         }
         if weights.len() > 1 {
