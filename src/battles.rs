@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Mutex;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{channel, sync_channel};
 
 use serde::Deserialize;
 
@@ -40,8 +40,11 @@ impl std::hash::Hasher for FastHash {
 
 type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHash>>;
 
-/// Size of a block handed to a parsing thread.
-const BLOCK_BYTES: usize = 4 << 20;
+/// Size of a block handed to a parsing thread (a block ends at a newline, so it holds at
+/// least one whole line, however long). Small enough that a file of a megabyte or two keeps
+/// every thread busy; the few buffers in flight are reused, so a large file touches only
+/// those few megabytes of fresh memory (each new page costs a page fault).
+const BLOCK_BYTES: usize = 512 << 10;
 
 /// Why a battles file was refused: the line and what is wrong, or a read error.
 #[derive(Debug, thiserror::Error)]
@@ -97,19 +100,29 @@ pub fn parse_battles(
         .clamp(1, 4);
     let (tx, rx) = sync_channel::<(usize, Vec<u8>)>(threads);
     let rx = Mutex::new(rx);
+    // Parsed blocks go back to the reader to be filled again.
+    let (back_tx, back_rx) = channel::<Vec<u8>>();
     let done: Mutex<Vec<(usize, Chunk)>> = Mutex::new(Vec::new());
     let read_result = std::thread::scope(|s| {
         for _ in 0..threads {
+            let back_tx = back_tx.clone();
             s.spawn(|| {
+                let back_tx = back_tx;
                 loop {
                     let next = rx.lock().expect("receiver lock").recv();
                     let Ok((index, block)) = next else { break };
                     let chunk = parse_block(&block, unit);
                     done.lock().expect("results lock").push((index, chunk));
+                    // The reader may be gone (it stops at the first error): then drop it.
+                    let _ = back_tx.send(block);
                 }
             });
         }
-        let sent = send_blocks(&mut reader, |index, block| tx.send((index, block)).is_ok());
+        let sent = send_blocks(
+            &mut reader,
+            || back_rx.try_recv().ok(),
+            |index, block| tx.send((index, block)).is_ok(),
+        );
         drop(tx);
         sent
     });
@@ -119,31 +132,49 @@ pub fn parse_battles(
     merge(chunks.into_iter().map(|(_, c)| c))
 }
 
-/// Reads `reader` in blocks that end at a newline and hands each to `send` with its index.
+/// Reads `reader` in blocks of about [`BLOCK_BYTES`] that end at a newline (or at the end of
+/// the input) and hands each to `send` with its index; a block's buffer comes from
+/// `recycled` when it has one, else it is new.
 fn send_blocks(
     reader: &mut impl Read,
+    mut recycled: impl FnMut() -> Option<Vec<u8>>,
     mut send: impl FnMut(usize, Vec<u8>) -> bool,
 ) -> Result<(), BattlesError> {
+    // The start of a line cut off by the end of the previous block.
     let mut carry: Vec<u8> = Vec::new();
-    let mut index = 0usize;
+    let mut index = 0;
     loop {
-        let mut block = std::mem::take(&mut carry);
-        // Reserved, not zeroed: a small file touches only the pages it fills.
-        block.reserve(BLOCK_BYTES);
-        let filled = (&mut *reader)
-            .take(BLOCK_BYTES as u64)
-            .read_to_end(&mut block)?;
-        let eof = filled < BLOCK_BYTES;
-        if !eof && let Some(cut) = block.iter().rposition(|&b| b == b'\n') {
-            carry = block.split_off(cut + 1);
-        }
+        let mut block = recycled().unwrap_or_default();
+        block.clear();
+        block.extend_from_slice(&carry);
+        carry.clear();
+        let mut eof = false;
+        // Until the block ends at a newline: one line may be longer than a block.
+        let mut searched = 0;
+        let cut = loop {
+            // Reserved, not zeroed: a small file touches only the pages it fills.
+            block.reserve(BLOCK_BYTES);
+            let filled = (&mut *reader)
+                .take(BLOCK_BYTES as u64)
+                .read_to_end(&mut block)?;
+            if filled < BLOCK_BYTES {
+                eof = true;
+                break block.len();
+            }
+            if let Some(at) = block[searched..].iter().rposition(|&b| b == b'\n') {
+                break searched + at + 1;
+            }
+            searched = block.len();
+        };
+        carry.extend_from_slice(&block[cut..]);
+        block.truncate(cut);
         if !block.is_empty() && !send(index, block) {
             return Ok(());
         }
-        index += 1;
-        if eof && carry.is_empty() {
+        if eof {
             return Ok(());
         }
+        index += 1;
     }
 }
 

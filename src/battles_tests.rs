@@ -138,3 +138,31 @@ fn many_blocks_match_one_pass() {
         .to_string();
     assert!(e.starts_with("line 200001:"), "{e}");
 }
+
+#[test]
+fn a_line_longer_than_a_block_is_read_whole() {
+    // Rows may carry long extra fields (whole conversations); a block must still end at a
+    // newline, not cut such a row in two.
+    let row = |a: &str, b: &str| {
+        format!("{{\"model_a\":\"{a}\",\"model_b\":\"{b}\",\"winner\":\"model_a\"}}\n")
+    };
+    let long = format!(
+        "{{\"model_a\":\"x\",\"conversation\":\"{}\",\"model_b\":\"z\",\"winner\":\"tie\"}}\n",
+        "a".repeat(BLOCK_BYTES + BLOCK_BYTES / 2)
+    );
+    let mut text = String::new();
+    for _ in 0..3 {
+        text.push_str(&row("x", "y"));
+    }
+    text.push_str(&long);
+    text.push_str(&long);
+    text.push_str(&row("y", "z"));
+    let (models, rows) = parse(&text, BootstrapUnit::Comparison).expect("valid");
+    assert_eq!(models, ["x", "y", "z"]);
+    assert_eq!(rows.len(), 6);
+    assert_eq!((rows[3].a, rows[3].b), (0, 2));
+    assert_eq!((rows[5].a, rows[5].b), (1, 2));
+    text.push_str("{\"model_a\":\"x\"}\n");
+    let e = parse(&text, BootstrapUnit::Comparison).expect_err("bad last line");
+    assert!(e.to_string().starts_with("line 7:"), "{e}");
+}
