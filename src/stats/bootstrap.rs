@@ -110,7 +110,23 @@ pub fn bootstrap(
             &mut win,
         )?;
     }
-    let theta_ci = column_intervals(&theta, p, resamples);
+    // Two independent sets of selections (about 5 µs per model and 1000 resamples): the win
+    // rates' on a second thread.
+    let (theta_ci, win_ci) = if threads > 1 && p > 1 {
+        std::thread::scope(|scope| {
+            let win_ci = scope.spawn(|| column_intervals(&win, p, resamples));
+            let theta_ci = column_intervals(&theta, p, resamples);
+            (
+                theta_ci,
+                win_ci.join().expect("an interval thread panicked"),
+            )
+        })
+    } else {
+        (
+            column_intervals(&theta, p, resamples),
+            column_intervals(&win, p, resamples),
+        )
+    };
     Ok(BootstrapResult {
         rating: theta_ci
             .iter()
@@ -119,7 +135,7 @@ pub fn bootstrap(
                 hi: rating_from_theta(ci.hi),
             })
             .collect(),
-        win_rate: column_intervals(&win, p, resamples),
+        win_rate: win_ci,
         theta: theta_ci,
         resamples,
         unit,
