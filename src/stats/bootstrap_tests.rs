@@ -347,7 +347,8 @@ fn comparisons_only_input_gives_the_same_comparison_bootstrap_and_refuses_tasks(
 
 /// The chord refits (linearised start, then chord steps on the full-data Hessian inverse,
 /// stopped at `CHORD_TOL`) agree with fully converged fits of the same resampled data to
-/// far better than the resampling noise (1e-4 in θ is 0.02 rating points).
+/// far better than the resampling noise (5e-4 in θ is 0.09 rating points; the Monte Carlo
+/// error of a bound at 1000 resamples is about a point).
 #[test]
 fn chord_refits_match_fully_converged_fits() {
     for (unit, p, rows) in [
@@ -366,7 +367,7 @@ fn chord_refits_match_fully_converged_fits() {
                 for (q, e) in quick.iter().zip(&exact) {
                     let r = first + lane;
                     assert!(
-                        (q - e).abs() < 1e-4,
+                        (q - e).abs() < 5e-4,
                         "{unit:?} p={p} resample {r}: {q} vs {e}"
                     );
                 }
@@ -448,5 +449,40 @@ fn chord_refit_of_the_full_data_stays_at_the_full_fit() {
         for (t, f) in theta.iter().zip(&fit.theta) {
             assert!((t - f).abs() < 1e-8, "{t} vs {f}");
         }
+    }
+}
+
+/// What the refits' stopping point costs, measured against what the intervals describe: the
+/// largest refit error stays below 1% of the spread of the resampled strengths (the Monte
+/// Carlo error of a 2.5% bound at 1000 resamples is about 8% of that spread), at small and at
+/// large data, where the spread is narrow and a fixed tolerance matters most.
+#[test]
+fn refit_errors_are_a_sliver_of_the_resampling_spread() {
+    for (p, rows) in [(8, 4000), (20, 10_000), (50, 40_000)] {
+        let (_, fit) = prepare(p, &synthetic_rows(p, rows, 40), 0.1);
+        let (mut largest, mut squares, mut count) = (0.0f64, 0.0, 0.0);
+        with_resamples(
+            BootstrapUnit::Comparison,
+            p,
+            rows,
+            |pairs, data, start, refit, newton, _| {
+                let converged = refit.refit(start, pairs, data, REFIT_LANES, CHORD_TOL);
+                for lane in (0..REFIT_LANES).filter(|&l| converged[l]) {
+                    let mut quick = vec![0.0; p];
+                    refit.theta_lane(lane, &mut quick);
+                    let exact = exact_fit(pairs, data, lane, newton, p);
+                    for ((q, e), t) in quick.iter().zip(&exact).zip(&fit.theta) {
+                        largest = largest.max((q - e).abs());
+                        squares += (e - t) * (e - t);
+                        count += 1.0;
+                    }
+                }
+            },
+        );
+        let spread = (squares / count).sqrt();
+        assert!(
+            largest < 0.01 * spread,
+            "p={p}, {rows} rows: refit error {largest:e} against a spread of {spread:e}"
+        );
     }
 }
