@@ -13,6 +13,7 @@
 //! budget (most frequent weights first), otherwise Hörmann's PTRS.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use rand_core::Rng;
 
@@ -65,17 +66,23 @@ impl CellSampler {
         self.cells
     }
 
+    /// Each run of cells sharing a sampler: the sampler and the run's cells.
+    fn runs(&self) -> impl Iterator<Item = (&Poisson, Range<usize>)> {
+        self.runs.iter().scan(0, |start, &(k, len)| {
+            let cells = *start..*start + len as usize;
+            *start = cells.end;
+            Some((&self.poisson[k as usize], cells))
+        })
+    }
+
     /// Writes one multinomial draw of N items into `out` (one count per cell).
     pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut [u64]) {
         debug_assert_eq!(out.len(), self.len());
         let drawn = loop {
-            let mut drawn = 0;
-            let mut rest = &mut *out;
-            for &(k, len) in &self.runs {
-                let (run, tail) = rest.split_at_mut(len as usize);
-                drawn += self.poisson[k as usize].fill(rng, run);
-                rest = tail;
-            }
+            let drawn = self
+                .runs()
+                .map(|(poisson, cells)| poisson.fill(rng, &mut out[cells]))
+                .sum();
             if drawn <= self.total {
                 break drawn;
             }
@@ -84,13 +91,12 @@ impl CellSampler {
             out[self.alias.pick(rng.next_u64())] += 1;
         }
     }
-}
 
-impl CellSampler {
     /// Writes one multinomial draw of N items per lane into `out` (per cell, one count per
     /// lane), lane `l` drawing from `rngs[l]` exactly what [`CellSampler::sample`] would draw
-    /// from it alone. The lanes' Poisson draws are interleaved cell by cell, so the
-    /// generators' independent dependency chains overlap; redraws and top-ups go lane by lane.
+    /// from it alone. Where [`lanes_vectorised`], the lanes' generators step together for
+    /// the Poisson draws and for as many top-ups as every lane needs; redraws (when a lane's
+    /// Poisson total overshoots N) and the rest of the top-ups go lane by lane.
     pub(crate) fn sample_lanes(
         &self,
         rngs: &mut [Xoshiro256; REFIT_LANES],
@@ -98,32 +104,23 @@ impl CellSampler {
     ) {
         debug_assert_eq!(out.len(), self.len());
         let mut drawn = [0; REFIT_LANES];
-        let mut rest = &mut *out;
-        for &(k, len) in &self.runs {
-            let (run, tail) = rest.split_at_mut(len as usize);
-            let sums = self.poisson[k as usize].fill_lanes(rngs, run);
+        for (poisson, cells) in self.runs() {
+            let sums = poisson.fill_lanes(rngs, &mut out[cells]);
             for (d, s) in drawn.iter_mut().zip(sums) {
                 *d += s;
             }
-            rest = tail;
         }
         for (lane, rng) in rngs.iter_mut().enumerate() {
             while drawn[lane] > self.total {
-                // Drawn again, alone, exactly as `sample` would.
                 drawn[lane] = 0;
-                let mut rest = &mut *out;
-                for &(k, len) in &self.runs {
-                    let (run, tail) = rest.split_at_mut(len as usize);
-                    for cell in run {
-                        cell[lane] = self.poisson[k as usize].sample(rng);
+                for (poisson, cells) in self.runs() {
+                    for cell in &mut out[cells] {
+                        cell[lane] = poisson.sample(rng);
                         drawn[lane] += cell[lane];
                     }
-                    rest = tail;
                 }
             }
         }
-        // The top-ups: every lane at once while all lanes have some left (where that is
-        // faster), then lane by lane.
         let short = drawn.map(|d| self.total - d);
         let common = if lanes_vectorised() {
             short.iter().copied().min().unwrap_or(0)

@@ -274,16 +274,8 @@ fn lanes_draw_what_each_generator_draws_alone() {
                 let mut probe = fresh();
                 let mut first_pass = vec![0; weights.len()];
                 let drawn: u64 = sampler
-                    .runs
-                    .iter()
-                    .scan(0usize, |at, &(k, len)| {
-                        let start = *at;
-                        *at += len as usize;
-                        Some(
-                            sampler.poisson[k as usize]
-                                .fill(&mut probe[l], &mut first_pass[start..*at]),
-                        )
-                    })
+                    .runs()
+                    .map(|(poisson, cells)| poisson.fill(&mut probe[l], &mut first_pass[cells]))
                     .sum();
                 redraws += usize::from(drawn > sampler.total);
             }
