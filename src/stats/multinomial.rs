@@ -102,10 +102,21 @@ impl CellSampler {
         rngs: &mut [Xoshiro256; REFIT_LANES],
         out: &mut [[u64; REFIT_LANES]],
     ) {
+        self.sample_lanes_by(rngs, out, lanes_vectorised());
+    }
+
+    /// [`CellSampler::sample_lanes`] with the generators stepping together or not
+    /// (`vectorised` only where [`lanes_vectorised`]): the same draws either way.
+    fn sample_lanes_by(
+        &self,
+        rngs: &mut [Xoshiro256; REFIT_LANES],
+        out: &mut [[u64; REFIT_LANES]],
+        vectorised: bool,
+    ) {
         debug_assert_eq!(out.len(), self.len());
         let mut drawn = [0; REFIT_LANES];
         for (poisson, cells) in self.runs() {
-            let sums = poisson.fill_lanes(rngs, &mut out[cells]);
+            let sums = poisson.fill_lanes(rngs, &mut out[cells], vectorised);
             for (d, s) in drawn.iter_mut().zip(sums) {
                 *d += s;
             }
@@ -122,7 +133,7 @@ impl CellSampler {
             }
         }
         let short = drawn.map(|d| self.total - d);
-        let common = if lanes_vectorised() {
+        let common = if vectorised {
             short.iter().copied().min().unwrap_or(0)
         } else {
             0

@@ -263,13 +263,20 @@ fn lanes_draw_what_each_generator_draws_alone() {
             let mut lanes = fresh();
             let mut out = vec![[0; REFIT_LANES]; weights.len()];
             sampler.sample_lanes(&mut lanes, &mut out);
+            // The lane-by-lane path other CPUs take gives the same draws.
+            let mut scalar_lanes = fresh();
+            let mut scalar_out = vec![[0; REFIT_LANES]; weights.len()];
+            sampler.sample_lanes_by(&mut scalar_lanes, &mut scalar_out, false);
+            assert_eq!(scalar_out, out, "weights {weights:?}, batch {batch}");
             let mut alone = fresh();
             for l in 0..REFIT_LANES {
                 let mut single = vec![0; weights.len()];
                 sampler.sample(&mut alone[l], &mut single);
                 let lane: Vec<u64> = out.iter().map(|cell| cell[l]).collect();
                 assert_eq!(lane, single, "weights {weights:?}, batch {batch}, lane {l}");
-                assert_eq!(lanes[l].next_u64(), alone[l].next_u64(), "generator state");
+                let next = alone[l].next_u64();
+                assert_eq!(lanes[l].next_u64(), next, "generator state");
+                assert_eq!(scalar_lanes[l].next_u64(), next, "generator state");
                 // A lane redrew when its generator moved past one Poisson pass + top-ups.
                 let mut probe = fresh();
                 let mut first_pass = vec![0; weights.len()];

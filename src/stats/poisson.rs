@@ -114,6 +114,23 @@ fn fill_lane_uniforms_scalar(rngs: &mut [Xoshiro256; REFIT_LANES], out: &mut [[u
     }
 }
 
+/// Fills lane `l` of every cell of `out` with draws from `rngs[l]`, one lane after the other;
+/// returns each lane's sum.
+fn lane_by_lane(
+    rngs: &mut [Xoshiro256; REFIT_LANES],
+    out: &mut [[u64; REFIT_LANES]],
+    draw: impl Fn(&mut Xoshiro256) -> u64,
+) -> [u64; REFIT_LANES] {
+    let mut sum = [0; REFIT_LANES];
+    for (lane, rng) in rngs.iter_mut().enumerate() {
+        for cell in out.iter_mut() {
+            cell[lane] = draw(rng);
+            sum[lane] += cell[lane];
+        }
+    }
+    sum
+}
+
 /// A uniform variate on the open interval (0, 1) with 53 random bits.
 pub(crate) fn open_unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     const SCALE: f64 = 1.0 / (1u64 << 53) as f64;
@@ -230,16 +247,18 @@ impl Poisson {
 
     /// Fills every lane of `out` with independent variates, lane `l` from `rngs[l]` in cell
     /// order (so each lane gets what [`Poisson::fill`] would give it alone), and returns each
-    /// lane's sum. A table takes the uniforms of all lanes at once where
-    /// [`lanes_vectorised`], then looks them up.
+    /// lane's sum. With `vectorised`, a table takes the uniforms of all lanes at once, then
+    /// looks them up; else it draws lane by lane, which is faster without vector generators.
+    /// `vectorised` must be false unless [`lanes_vectorised`] (tests take both paths).
     pub(crate) fn fill_lanes(
         &self,
         rngs: &mut [Xoshiro256; REFIT_LANES],
         out: &mut [[u64; REFIT_LANES]],
+        vectorised: bool,
     ) -> [u64; REFIT_LANES] {
         let mut sum = [0; REFIT_LANES];
         match self {
-            Poisson::Table(table) if lanes_vectorised() => {
+            Poisson::Table(table) if vectorised => {
                 fill_lane_uniforms(rngs, out);
                 for cell in out {
                     for lane in 0..REFIT_LANES {
@@ -248,22 +267,9 @@ impl Poisson {
                     }
                 }
             }
-            Poisson::Table(table) => {
-                for (lane, rng) in rngs.iter_mut().enumerate() {
-                    for cell in out.iter_mut() {
-                        cell[lane] = table.sample(rng);
-                        sum[lane] += cell[lane];
-                    }
-                }
-            }
-            other => {
-                for (lane, rng) in rngs.iter_mut().enumerate() {
-                    for cell in out.iter_mut() {
-                        cell[lane] = other.sample(rng);
-                        sum[lane] += cell[lane];
-                    }
-                }
-            }
+            // One loop per variant: a table's draws skip the per-draw dispatch.
+            Poisson::Table(table) => sum = lane_by_lane(rngs, out, |rng| table.sample(rng)),
+            other => sum = lane_by_lane(rngs, out, |rng| other.sample(rng)),
         }
         sum
     }
