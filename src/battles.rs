@@ -104,10 +104,10 @@ pub fn parse_battles(
     let (back_tx, back_rx) = channel::<Vec<u8>>();
     let done: Mutex<Vec<(usize, Chunk)>> = Mutex::new(Vec::new());
     let read_result = std::thread::scope(|s| {
+        let (rx, done) = (&rx, &done);
         for _ in 0..threads {
             let back_tx = back_tx.clone();
-            s.spawn(|| {
-                let back_tx = back_tx;
+            s.spawn(move || {
                 loop {
                     let next = rx.lock().expect("receiver lock").recv();
                     let Ok((index, block)) = next else { break };
