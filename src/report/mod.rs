@@ -58,13 +58,31 @@ pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Writes a report to `path` atomically, or to stdout. A closed stdout (e.g. `| head`) is not
-/// an error.
+/// See [`write_stdout_or_file`].
+fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    // A path that does not exist yet (or whose link dangles) is created as named.
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    match std::fs::metadata(&target) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            let mut out = std::fs::OpenOptions::new().write(true).open(&target)?;
+            out.write_all(bytes)?;
+            out.flush()
+        }
+        _ => crate::cache::write_atomic(&target, bytes),
+    }
+}
+
+/// Writes a report to the file the user named, or to stdout. A closed stdout (e.g. `| head`)
+/// is not an error. A regular file (new or old) is replaced atomically; a symlink is followed
+/// and its target replaced, so the link stays; anything else — `/dev/null`, `/dev/stdout`, a
+/// FIFO — is written into as it is, since a rename would put a regular file in its place (as
+/// root, instead of the system's `/dev/null`).
 pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     if let Some(p) = path {
-        return crate::cache::write_atomic(p, bytes)
+        return write_named_file(p, bytes)
             .with_context(|| format!("failed to write `{}`", p.display()));
     }
     let mut out = std::io::stdout().lock();

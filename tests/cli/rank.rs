@@ -258,3 +258,44 @@ fn offline_run_prints_a_real_leaderboard() {
     let prompt = p.run(&["rank", "--run", "demo", "--show-prompt"]);
     assert!(String::from_utf8_lossy(&prompt.stdout).starts_with("(this judge uses no prompt"));
 }
+
+#[test]
+fn output_into_a_fifo_or_through_a_symlink_keeps_it() {
+    // `--output /dev/null` used to rename a temp file over it: as root that replaced the
+    // system's /dev/null with a regular file. A FIFO stands in for such special files here.
+    let fx = fixture("bootstrap.json");
+    let p = Project::empty();
+    let file = battles_file(&p, "b.jsonl", fx["comparisons"].as_array().unwrap());
+    let expected = p.run(&["rank", "--comparisons", &file]).stdout;
+
+    let fifo = p.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).expect("read the fifo"))
+    };
+    let out = p.run(&["rank", "--comparisons", &file, "--output", "pipe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Checked before waiting for the reader, which a replaced FIFO would leave waiting.
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(&fifo)
+        .expect("still there")
+        .file_type();
+    assert!(
+        kind.is_fifo(),
+        "the FIFO is still a FIFO, not a file put in its place"
+    );
+    assert_eq!(reader.join().expect("reader"), expected);
+
+    p.write("real.txt", "old");
+    std::os::unix::fs::symlink("real.txt", p.path().join("link.txt")).expect("symlink");
+    let out = p.run(&["rank", "--comparisons", &file, "--output", "link.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let link = std::fs::symlink_metadata(p.path().join("link.txt")).expect("link");
+    assert!(link.file_type().is_symlink(), "the link stays a link");
+    assert_eq!(p.read("real.txt").into_bytes(), expected);
+}
