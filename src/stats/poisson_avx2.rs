@@ -1,7 +1,7 @@
 //! Four xoshiro256++ generators in one AVX2 register (x86-64 only; used when the CPU has
 //! AVX2, checked at run time). Lane `l` steps generator `l` exactly as
 //! `Xoshiro256::try_next_u64` does, so the numbers are the same bit for bit with or without
-//! AVX2 (a test checks it) and results do not depend on the CPU. Only the generator is
+//! AVX2 (a test checks it): which path runs never changes a result. Only the generator is
 //! vectorised: what the numbers are used for is the caller's scalar code.
 
 use std::arch::x86_64::{
