@@ -148,21 +148,19 @@ fn send_blocks(
         block.clear();
         block.extend_from_slice(&carry);
         carry.clear();
-        let mut eof = false;
         // Until the block ends at a newline: one line may be longer than a block.
         let mut searched = 0;
-        let cut = loop {
+        let (cut, eof) = loop {
             // Reserved, not zeroed: a small file touches only the pages it fills.
             block.reserve(BLOCK_BYTES);
             let filled = (&mut *reader)
                 .take(BLOCK_BYTES as u64)
                 .read_to_end(&mut block)?;
             if filled < BLOCK_BYTES {
-                eof = true;
-                break block.len();
+                break (block.len(), true);
             }
             if let Some(at) = block[searched..].iter().rposition(|&b| b == b'\n') {
-                break searched + at + 1;
+                break (searched + at + 1, false);
             }
             searched = block.len();
         };
