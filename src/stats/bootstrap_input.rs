@@ -15,8 +15,10 @@ use super::StatsError;
 use super::bootstrap::BootstrapUnit;
 use super::counts::{ActivePairs, Outcome, PairCounts, locate};
 use super::multinomial::CellSampler;
-use super::poisson::{resample_rng, uniform_below};
+use super::poisson::resample_rng;
 use super::refit::{LaneData, REFIT_LANES};
+pub(crate) use super::task_sums::LANES;
+use super::task_sums::{Multiplicities, entry_bound};
 
 /// Comparison rows aggregated for [`super::bootstrap`]: full-data counts, the comparison
 /// cells and the per-task cells. Build it with [`BootstrapInputBuilder`] or
@@ -39,17 +41,19 @@ pub struct BootstrapInput {
     /// Active pair (slot) `k` owns `task_entries[slot_start[k]..slot_start[k + 1]]`.
     slot_start: Vec<usize>,
     task_entries: Vec<TaskEntry>,
+    /// Per active pair: the [`entry_bound`] of its task entries.
+    slot_bound: Vec<u64>,
 }
 
 /// One active pair's comparisons within one task.
 #[derive(Debug, Clone, Copy)]
-struct TaskEntry {
+pub(super) struct TaskEntry {
     /// Dense task index (tasks in ascending label order).
-    task: u32,
+    pub(super) task: u32,
     /// 2·(wins of the lower index) + ties.
-    twice_w: u16,
+    pub(super) twice_w: u16,
     /// Rated comparisons.
-    n: u16,
+    pub(super) n: u16,
 }
 
 impl BootstrapInput {
@@ -188,16 +192,10 @@ impl BootstrapInput {
         scratch: &mut Scratch,
     ) {
         let times = &mut scratch.times;
-        times.clear();
-        times.resize(self.n_tasks, [0.0; LANES]);
-        for (lane, resample) in (first..first + count).enumerate() {
-            let mut rng = resample_rng(seed, resample);
-            for _ in 0..self.n_tasks {
-                times[uniform_below(&mut rng, self.n_tasks as u64) as usize][lane] += 1.0;
-            }
-        }
+        times.draw(self.n_tasks, seed, first, count);
         for (slot, range) in self.slot_start.windows(2).enumerate() {
-            let [twice_w, total] = lane_sums(&self.task_entries[range[0]..range[1]], times);
+            let entries = &self.task_entries[range[0]..range[1]];
+            let [twice_w, total] = times.pair_sums(entries, self.slot_bound[slot]);
             for lane in 0..count {
                 let d = &mut data[lane / REFIT_LANES];
                 d.w[slot][lane % REFIT_LANES] = 0.5 * twice_w[lane];
@@ -207,31 +205,13 @@ impl BootstrapInput {
     }
 }
 
-/// Σ multiplicity × (2·w, n) over one pair's task entries, per lane ([`LANES`] independent
-/// vector sums, enough to hide the latency of the additions).
-fn lane_sums(entries: &[TaskEntry], times: &[[f64; LANES]]) -> [[f64; LANES]; 2] {
-    let mut sums = [[0.0; LANES]; 2];
-    for e in entries {
-        let m = &times[e.task as usize];
-        let (tw, n) = (f64::from(e.twice_w), f64::from(e.n));
-        for lane in 0..LANES {
-            sums[0][lane] += m[lane] * tw;
-            sums[1][lane] += m[lane] * n;
-        }
-    }
-    sums
-}
-
-/// Resamples drawn together by [`BootstrapInput::resample_batch`].
-pub(crate) const LANES: usize = 8;
-
 /// Per-thread scratch space for drawing resamples.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     /// Cell draws of the comparison-level resamples of one lane group (per cell, per lane).
     counts: Vec<[u64; REFIT_LANES]>,
     /// Task multiplicities per lane.
-    times: Vec<[f64; LANES]>,
+    times: Multiplicities,
 }
 
 /// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 16 bytes per row until
@@ -292,14 +272,18 @@ impl BootstrapInputBuilder {
     }
 
     /// Finishes the aggregation.
-    pub fn build(mut self) -> BootstrapInput {
+    pub fn build(self) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
         let (pair_cells, weights) = comparison_cells(&self.counts, &active);
         let (n_tasks, slot_start, task_entries) = if self.keep_tasks {
-            task_cells(&mut self.keys, &active)
+            task_cells(&self.keys, &active)
         } else {
             (0, vec![0; active.models.len() + 1], Vec::new())
         };
+        let slot_bound = slot_start
+            .windows(2)
+            .map(|r| entry_bound(&task_entries[r[0]..r[1]]))
+            .collect();
         BootstrapInput {
             weights,
             cells: OnceLock::new(),
@@ -310,6 +294,7 @@ impl BootstrapInputBuilder {
             has_tasks: self.keep_tasks,
             slot_start,
             task_entries,
+            slot_bound,
         }
     }
 }
@@ -345,40 +330,102 @@ fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>
     (pair_cells, cells.iter().map(|c| c.0).collect())
 }
 
-/// Per-pair task tallies in CSR form from the row keys (which are re-sorted here): pairs in
-/// slot order, tasks numbered densely in ascending label order. A task whose rows are all
-/// both-bad still counts as a task, with no tallies. Returns (tasks, offsets, entries).
-fn task_cells(
-    keys: &mut [(usize, u64)],
-    active: &ActivePairs,
-) -> (usize, Vec<usize>, Vec<TaskEntry>) {
-    let mut labels: Vec<usize> = keys.iter().map(|k| k.0).collect();
-    labels.sort_unstable();
-    labels.dedup();
-    let dense = |label: usize| {
-        let t = labels
-            .binary_search(&label)
-            .expect("every label was collected");
-        u32::try_from(t).expect("fewer than 2^32 tasks")
+/// Per-pair task tallies in CSR form from the row keys: pairs in slot order, tasks numbered
+/// densely in ascending label order, each pair's entries in task order. A task whose rows are
+/// all both-bad still counts as a task, with no tallies. The rated keys are bucketed by pair
+/// (a counting sort, linear in the rows) and each pair's few keys sorted on their own.
+/// Returns (tasks, offsets, entries).
+fn task_cells(keys: &[(usize, u64)], active: &ActivePairs) -> (usize, Vec<usize>, Vec<TaskEntry>) {
+    let tasks = TaskNumbers::new(keys.iter().map(|k| k.0));
+    // The active pair of a rated key; both-bad keys bring no tallies.
+    let slot_of = |code: u64| match active.slot[(code >> 2) as usize] {
+        _ if code & 3 == 3 => None,
+        u32::MAX => None,
+        slot => Some(slot as usize),
     };
-    keys.sort_unstable_by_key(|&(task, code)| (code >> 2, task, code & 3));
-    let mut start = vec![0];
-    let mut entries = Vec::new();
-    for pair_run in keys.chunk_by(|x, y| x.1 >> 2 == y.1 >> 2) {
-        let slot = active.slot[(pair_run[0].1 >> 2) as usize];
-        if slot == u32::MAX {
-            continue; // only both-bad rows: not an active pair
+    let mut bucket_end = vec![0usize; active.models.len() + 1];
+    for &(_, code) in keys {
+        if let Some(slot) = slot_of(code) {
+            bucket_end[slot + 1] += 1;
         }
-        for run in pair_run.chunk_by(|x, y| x.0 == y.0) {
+    }
+    for k in 1..bucket_end.len() {
+        bucket_end[k] += bucket_end[k - 1];
+    }
+    // (dense task, cell) per rated key, bucketed by pair; `next` ends as each bucket's end.
+    let mut next = bucket_end.clone();
+    let mut bucket = vec![0u64; *bucket_end.last().expect("at least one offset")];
+    for &(label, code) in keys {
+        if let Some(slot) = slot_of(code) {
+            bucket[next[slot]] = u64::from(tasks.dense(label)) << 2 | (code & 3);
+            next[slot] += 1;
+        }
+    }
+    let mut start = Vec::with_capacity(active.models.len() + 1);
+    start.push(0);
+    let mut entries = Vec::new();
+    for range in bucket_end.windows(2) {
+        let keys = &mut bucket[range[0]..range[1]];
+        keys.sort_unstable();
+        for run in keys.chunk_by(|x, y| x >> 2 == y >> 2) {
             let mut tally = [0u64; 4];
-            run.iter()
-                .for_each(|&(_, code)| tally[(code & 3) as usize] += 1);
-            push_entries(&mut entries, dense(run[0].0), tally);
+            run.iter().for_each(|&key| tally[(key & 3) as usize] += 1);
+            let task = u32::try_from(run[0] >> 2).expect("dense task numbers fit u32");
+            push_entries(&mut entries, task, tally);
         }
         start.push(entries.len());
     }
-    debug_assert_eq!(start.len(), active.models.len() + 1);
-    (labels.len(), start, entries)
+    (tasks.len(), start, entries)
+}
+
+/// Task labels numbered densely in ascending order: by a table over the labels when they are
+/// small (as the parser's are), else by binary search in the sorted distinct labels.
+enum TaskNumbers {
+    /// Label → dense number (`u32::MAX` for a label never seen), and the number of tasks.
+    Table(Vec<u32>, usize),
+    /// The distinct labels, ascending.
+    Sorted(Vec<usize>),
+}
+
+impl TaskNumbers {
+    fn new(labels: impl Iterator<Item = usize> + Clone) -> TaskNumbers {
+        let (count, top) = labels
+            .clone()
+            .fold((0usize, 0usize), |(n, m), l| (n + 1, m.max(l)));
+        // A table costs 4 bytes per possible label: used while that is at most 4 per row.
+        if count > 0 && top < 4 * count + 1024 {
+            let mut table = vec![u32::MAX; top + 1];
+            labels.for_each(|l| table[l] = 0);
+            let mut next = 0u32;
+            for slot in table.iter_mut().filter(|s| **s == 0) {
+                *slot = next;
+                next += 1;
+            }
+            return TaskNumbers::Table(table, next as usize);
+        }
+        let mut sorted: Vec<usize> = labels.collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        TaskNumbers::Sorted(sorted)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            TaskNumbers::Table(_, len) => *len,
+            TaskNumbers::Sorted(sorted) => sorted.len(),
+        }
+    }
+
+    /// The dense number of a label that was given to [`TaskNumbers::new`].
+    fn dense(&self, label: usize) -> u32 {
+        let t = match self {
+            TaskNumbers::Table(table, _) => table[label] as usize,
+            TaskNumbers::Sorted(sorted) => sorted
+                .binary_search(&label)
+                .expect("every label was collected"),
+        };
+        u32::try_from(t).expect("fewer than 2^32 tasks")
+    }
 }
 
 /// Appends one (pair, task) tally `[lower wins, higher wins, ties, both bad]` as entries whose
@@ -443,5 +490,62 @@ mod tests {
             (2, 2, 2),
             "task 30: one win each way"
         );
+    }
+
+    /// The layout of `input`'s task cells: (tasks, offsets, (task, 2w, n) per entry, bounds).
+    type Layout = (usize, Vec<usize>, Vec<(u32, u16, u16)>, Vec<u64>);
+
+    fn task_layout(input: &BootstrapInput) -> Layout {
+        let entries = input.task_entries.iter().map(|e| (e.task, e.twice_w, e.n));
+        (
+            input.n_tasks(),
+            input.slot_start.clone(),
+            entries.collect(),
+            input.slot_bound.clone(),
+        )
+    }
+
+    #[test]
+    fn sparse_labels_number_tasks_as_dense_ones_do() {
+        // Three models, shuffled rows; labels 0..9 (numbered by a table) and the same labels
+        // spread far apart (too sparse for a table: numbered through the sorted labels).
+        let mut rows = Vec::new();
+        for k in 0..60usize {
+            let (a, b) = [(0, 1), (2, 1), (0, 2), (1, 0)][k % 4];
+            let outcome = [
+                Outcome::AWins,
+                Outcome::BWins,
+                Outcome::Tie,
+                Outcome::BothBad,
+            ][k % 7 % 4];
+            rows.push((a, b, outcome, (k * 7) % 10));
+        }
+        let dense = BootstrapInput::from_rows(3, rows.clone()).expect("valid rows");
+        let sparse = rows
+            .iter()
+            .map(|&(a, b, o, t)| (a, b, o, (t << 40) + 12_345));
+        let sparse = BootstrapInput::from_rows(3, sparse).expect("valid rows");
+        assert!(matches!(
+            TaskNumbers::new([5usize << 40].into_iter()),
+            TaskNumbers::Sorted(_)
+        ));
+        assert!(matches!(
+            TaskNumbers::new(0..10usize),
+            TaskNumbers::Table(..)
+        ));
+        assert_eq!(task_layout(&dense), task_layout(&sparse));
+        let (tasks, offsets, entries, bounds) = task_layout(&dense);
+        assert_eq!((tasks, offsets.len()), (10, 4));
+        for (slot, range) in offsets.windows(2).enumerate() {
+            let pair = &entries[range[0]..range[1]];
+            assert!(
+                pair.windows(2).all(|w| w[0].0 < w[1].0),
+                "one entry per task, in order"
+            );
+            let bound: u64 = pair.iter().map(|e| u64::from(e.1.max(e.2))).sum();
+            assert_eq!(bounds[slot], bound);
+        }
+        let rated: u64 = entries.iter().map(|e| u64::from(e.2)).sum();
+        assert_eq!(rated, dense.counts().rated_total());
     }
 }

@@ -15,6 +15,7 @@ mod multinomial;
 mod poisson;
 mod ranks;
 mod refit;
+mod task_sums;
 mod wilson;
 
 #[cfg(test)]
