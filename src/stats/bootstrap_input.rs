@@ -50,10 +50,11 @@ pub struct BootstrapInput {
 pub(super) struct TaskEntry {
     /// Dense task index (tasks in ascending label order).
     pub(super) task: u32,
-    /// 2·(wins of the lower index) + ties.
-    pub(super) twice_w: u16,
-    /// Rated comparisons.
-    pub(super) n: u16,
+    /// 2·(wins of the lower index) + ties: an integer below 2^16, held as the f32 the inner
+    /// loop of the task bootstrap multiplies (see [`super::task_sums`]).
+    pub(super) twice_w: f32,
+    /// Rated comparisons (likewise).
+    pub(super) n: f32,
 }
 
 impl BootstrapInput {
@@ -429,15 +430,15 @@ impl TaskNumbers {
 }
 
 /// Appends one (pair, task) tally `[lower wins, higher wins, ties, both bad]` as entries whose
-/// 16-bit fields cannot overflow (8-byte entries halve the memory traffic of the task
-/// bootstrap): a tally above 2^16/3 (rare: one pair compared that often on one task) is split
+/// fields stay below 2^16 (exact in f32, and small enough that most pairs' sums stay exact in
+/// f32 too): a tally above 2^16/3 (rare: one pair compared that often on one task) is split
 /// over several entries of the same task, which the resampling sums exactly.
 fn push_entries(entries: &mut Vec<TaskEntry>, task: u32, tally: [u64; 4]) {
     const PART: u64 = (u16::MAX / 3) as u64;
     let [mut lo, mut hi, mut ties, _] = tally;
     while lo + hi + ties > 0 {
         let (l, h, t) = (lo.min(PART), hi.min(PART), ties.min(PART));
-        let fits = |x: u64| u16::try_from(x).expect("at most 3·PART fits in u16");
+        let fits = |x: u64| f32::from(u16::try_from(x).expect("at most 3·PART fits in u16"));
         entries.push(TaskEntry {
             task,
             twice_w: fits(2 * l + t),
@@ -459,8 +460,8 @@ mod tests {
         push_entries(&mut entries, 4, tally);
         assert_eq!(entries.len(), 3);
         assert!(entries.iter().all(|e| e.task == 4));
-        let twice_w: u64 = entries.iter().map(|e| u64::from(e.twice_w)).sum();
-        let n: u64 = entries.iter().map(|e| u64::from(e.n)).sum();
+        let twice_w: u64 = entries.iter().map(|e| e.twice_w as u64).sum();
+        let n: u64 = entries.iter().map(|e| e.n as u64).sum();
         assert_eq!(twice_w, 2 * tally[0] + tally[2]);
         assert_eq!(n, tally[0] + tally[1] + tally[2]);
         let mut none = Vec::new();
@@ -482,18 +483,18 @@ mod tests {
         let [first, last] = [input.task_entries[0], input.task_entries[1]];
         assert_eq!(
             (first.task, first.twice_w, first.n),
-            (0, 1, 1),
+            (0, 1.0, 1.0),
             "task 10: a tie"
         );
         assert_eq!(
             (last.task, last.twice_w, last.n),
-            (2, 2, 2),
+            (2, 2.0, 2.0),
             "task 30: one win each way"
         );
     }
 
     /// The layout of `input`'s task cells: (tasks, offsets, (task, 2w, n) per entry, bounds).
-    type Layout = (usize, Vec<usize>, Vec<(u32, u16, u16)>, Vec<u64>);
+    type Layout = (usize, Vec<usize>, Vec<(u32, f32, f32)>, Vec<u64>);
 
     fn task_layout(input: &BootstrapInput) -> Layout {
         let entries = input.task_entries.iter().map(|e| (e.task, e.twice_w, e.n));
@@ -542,10 +543,10 @@ mod tests {
                 pair.windows(2).all(|w| w[0].0 < w[1].0),
                 "one entry per task, in order"
             );
-            let bound: u64 = pair.iter().map(|e| u64::from(e.1.max(e.2))).sum();
+            let bound: u64 = pair.iter().map(|e| e.1.max(e.2) as u64).sum();
             assert_eq!(bounds[slot], bound);
         }
-        let rated: u64 = entries.iter().map(|e| u64::from(e.2)).sum();
+        let rated: u64 = entries.iter().map(|e| e.2 as u64).sum();
         assert_eq!(rated, dense.counts().rated_total());
     }
 }

@@ -69,43 +69,76 @@ impl Multiplicities {
 /// An upper bound on the tallies of one pair's task entries: Σ max(2·w, n) (each sum of the
 /// pair is at most the largest multiplicity times this).
 pub(crate) fn entry_bound(entries: &[TaskEntry]) -> u64 {
-    entries.iter().map(|e| u64::from(e.twice_w.max(e.n))).sum()
+    entries.iter().map(|e| e.twice_w.max(e.n) as u64).sum()
 }
 
-/// [`sums_f32_with`] by AVX2 where the CPU has it.
+/// [`sums_f32_with`], by AVX2 and FMA where the CPU has them.
 fn sums_f32(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA.
         return unsafe { sums_f32_avx2(entries, times) };
     }
-    sums_f32_with(entries, times)
+    sums_f32_with::<false>(entries, times)
 }
 
-/// [`sums_f32_with`] compiled for AVX2 (one 8-lane register per sum).
+/// [`sums_f32_with`] compiled for AVX2 (one 8-lane register per sum) with fused
+/// multiply-adds, which round nothing here: every product and sum is an exact integer.
 ///
 /// # Safety
-/// The CPU must have AVX2.
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn sums_f32_avx2(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
-    sums_f32_with(entries, times)
+    sums_f32_with::<true>(entries, times)
 }
 
 /// The f32 sums; exact when every sum stays below 2^24 (see [`Multiplicities::pair_sums`]).
+/// `FUSED` multiply-adds in one instruction (only where the CPU has FMA: elsewhere it is a
+/// slow library call). Entries go round-robin into [`WAYS`] sets of sums, so that several
+/// multiply-adds are in flight instead of each waiting on the last. With exact integers
+/// neither the fusing nor the order changes a sum.
 #[inline(always)]
-fn sums_f32_with(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
-    let mut sums = [[0.0; LANES]; 2];
-    for e in entries {
+fn sums_f32_with<const FUSED: bool>(
+    entries: &[TaskEntry],
+    times: &[[f32; LANES]],
+) -> [[f32; LANES]; 2] {
+    let mut sums = [[[0.0; LANES]; 2]; WAYS];
+    let add = |sums: &mut [[f32; LANES]; 2], e: &TaskEntry| {
         let m = &times[e.task as usize];
-        let (tw, n) = (f32::from(e.twice_w), f32::from(e.n));
         for lane in 0..LANES {
-            sums[0][lane] += m[lane] * tw;
-            sums[1][lane] += m[lane] * n;
+            if FUSED {
+                sums[0][lane] = m[lane].mul_add(e.twice_w, sums[0][lane]);
+                sums[1][lane] = m[lane].mul_add(e.n, sums[1][lane]);
+            } else {
+                sums[0][lane] += m[lane] * e.twice_w;
+                sums[1][lane] += m[lane] * e.n;
+            }
+        }
+    };
+    let mut rounds = entries.chunks_exact(WAYS);
+    for round in &mut rounds {
+        for (way, e) in sums.iter_mut().zip(round) {
+            add(way, e);
         }
     }
-    sums
+    for (way, e) in sums.iter_mut().zip(rounds.remainder()) {
+        add(way, e);
+    }
+    let mut total = sums[0];
+    for way in &sums[1..] {
+        for (t, s) in total.iter_mut().zip(way) {
+            for lane in 0..LANES {
+                t[lane] += s[lane];
+            }
+        }
+    }
+    total
 }
+
+/// Independent sets of sums in [`sums_f32_with`] (four: a multiply-add takes about four
+/// cycles and two can start per cycle).
+const WAYS: usize = 4;
 
 /// The f64 sums, for pairs too large for f32 (exact below 2^53).
 fn sums_f64(entries: &[TaskEntry], counts: &[[u32; LANES]]) -> [[f64; LANES]; 2] {
@@ -126,7 +159,11 @@ mod tests {
     use super::*;
 
     fn entry(task: u32, twice_w: u16, n: u16) -> TaskEntry {
-        TaskEntry { task, twice_w, n }
+        TaskEntry {
+            task,
+            twice_w: f32::from(twice_w),
+            n: f32::from(n),
+        }
     }
 
     /// The sums in exact integers.
@@ -135,8 +172,8 @@ mod tests {
         for e in entries {
             for lane in 0..LANES {
                 let m = u64::from(counts[e.task as usize][lane]);
-                sums[0][lane] += m * u64::from(e.twice_w);
-                sums[1][lane] += m * u64::from(e.n);
+                sums[0][lane] += m * e.twice_w as u64;
+                sums[1][lane] += m * e.n as u64;
             }
         }
         sums.map(|s| s.map(|x| x as f64))
@@ -174,8 +211,10 @@ mod tests {
             assert_eq!(m.pair_sums(&entries, entry_bound(&entries)), want);
             assert_eq!(sums_f64(&entries, &m.counts), want);
             if m.largest * entry_bound(&entries) < F32_EXACT {
-                let scalar = sums_f32_with(&entries, &m.as_f32);
+                let scalar = sums_f32_with::<false>(&entries, &m.as_f32);
                 assert_eq!(scalar.map(|s| s.map(f64::from)), want);
+                let fused = sums_f32_with::<true>(&entries, &m.as_f32);
+                assert_eq!(fused, scalar, "fused and separate multiply-adds agree");
                 assert_eq!(
                     sums_f32(&entries, &m.as_f32),
                     scalar,
@@ -196,7 +235,7 @@ mod tests {
             largest: 4097,
         };
         let entries = [entry(1, 4099, 4099), entry(0, 5, 3)];
-        let rounded = sums_f32_with(&entries, &m.as_f32);
+        let rounded = sums_f32_with::<false>(&entries, &m.as_f32);
         assert_ne!(
             f64::from(rounded[0][0]),
             4097.0 * 4099.0,
