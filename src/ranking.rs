@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::stats::{
-    BootstrapInputBuilder, BootstrapResult, BootstrapUnit, BtFit, EloEntry, Interval, Outcome,
-    StatsError, bootstrap, elo, fit_bradley_terry, tied_ranks,
+    BootstrapInput, BootstrapInputBuilder, BootstrapResult, BootstrapUnit, BtFit, EloEntry,
+    Interval, Outcome, StatsError, bootstrap, elo, fit_bradley_terry, tied_ranks,
 };
 
 /// What a row says about its pair.
@@ -104,10 +104,15 @@ pub fn rank(
     if n < 2 {
         return Err(RankError::TooFewModels(n));
     }
-    let total = aggregate_all(n, rows, params)?;
+    let Part {
+        builder,
+        failed,
+        failed_rows,
+    } = aggregate_all(n, rows, params)?;
+    let input = builder.build_on(params.threads);
     // Elo needs every row in order and nothing from the fit: it runs on a side thread while
-    // the counts are fitted and bootstrapped (not during the aggregation, whose threads
-    // already take every core: there it would only preempt them).
+    // the counts are fitted and bootstrapped (not during the aggregation or the build, whose
+    // threads already take every core: there it would only preempt them).
     let (fitted, elos) = std::thread::scope(|scope| {
         let side = scope.spawn(|| {
             let rated = rows.iter().filter_map(|r| match r.outcome {
@@ -116,7 +121,7 @@ pub fn rank(
             });
             elo(n, rated)
         });
-        let fitted = fit_and_bootstrap(n, total, params);
+        let fitted = fit_and_bootstrap(n, &input, &failed, failed_rows, params);
         (fitted, side.join().expect("the Elo thread panicked"))
     });
     let Aggregated {
@@ -214,9 +219,14 @@ fn aggregate_all(n: usize, rows: &[Row], params: RankParams) -> Result<Part, Ran
 }
 
 /// Fits Bradley–Terry to the aggregated rows and bootstraps it; the per-model counts come
-/// from the same aggregation.
-fn fit_and_bootstrap(n: usize, total: Part, params: RankParams) -> Result<Aggregated, RankError> {
-    let input = total.builder.build();
+/// from the same aggregation (`failed`: failed comparisons per model, `failed_rows` in all).
+fn fit_and_bootstrap(
+    n: usize,
+    input: &BootstrapInput,
+    failed: &[u64],
+    failed_rows: u64,
+    params: RankParams,
+) -> Result<Aggregated, RankError> {
     let counts = input.counts();
     let rated = counts.rated_total();
     if rated == 0 {
@@ -224,7 +234,7 @@ fn fit_and_bootstrap(n: usize, total: Part, params: RankParams) -> Result<Aggreg
     }
     let fit = fit_bradley_terry(counts, params.prior, None)?;
     let boot = bootstrap(
-        &input,
+        input,
         params.unit,
         params.prior,
         params.resamples,
@@ -235,7 +245,7 @@ fn fit_and_bootstrap(n: usize, total: Part, params: RankParams) -> Result<Aggreg
     let tally = counts
         .per_model()
         .iter()
-        .zip(&total.failed)
+        .zip(failed)
         .map(|(&[w, l, t, b], &f)| [w, l, t, b, f])
         .collect();
     Ok(Aggregated {
@@ -245,7 +255,7 @@ fn fit_and_bootstrap(n: usize, total: Part, params: RankParams) -> Result<Aggreg
         tally,
         rated,
         both_bad: counts.both_bad_total(),
-        failed: total.failed_rows,
+        failed: failed_rows,
     })
 }
 

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use super::StatsError;
 use super::bootstrap::BootstrapUnit;
-use super::counts::{ActivePairs, Outcome, PairCounts, locate};
+use super::counts::{ActivePairs, Outcome, PairCounts, locate, pair_index};
 use super::multinomial::CellSampler;
 use super::poisson::resample_rng;
 use super::refit::{LaneData, REFIT_LANES};
@@ -274,10 +274,16 @@ impl BootstrapInputBuilder {
 
     /// Finishes the aggregation.
     pub fn build(self) -> BootstrapInput {
+        self.build_on(1)
+    }
+
+    /// [`BootstrapInputBuilder::build`] with the per-task cells sorted out on up to `threads`
+    /// threads (the same result for any number).
+    pub fn build_on(self, threads: usize) -> BootstrapInput {
         let active = ActivePairs::from_counts(&self.counts);
         let (pair_cells, weights) = comparison_cells(&self.counts, &active);
         let (n_tasks, slot_start, task_entries) = if self.keep_tasks {
-            task_cells(&self.keys, &active)
+            task_cells(&self.keys, &self.counts, &active, threads)
         } else {
             (0, vec![0; active.models.len() + 1], Vec::new())
         };
@@ -334,39 +340,120 @@ fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>
 /// Per-pair task tallies in CSR form from the row keys: pairs in slot order, tasks numbered
 /// densely in ascending label order, each pair's entries in task order. A task whose rows are
 /// all both-bad still counts as a task, with no tallies. The rated keys are bucketed by pair
-/// (a counting sort, linear in the rows) and each pair's few keys sorted on their own.
+/// (the counts give each bucket's size) and each pair's few keys sorted on their own; the
+/// pairs are split into `threads` runs of about equal rows, one thread each.
 /// Returns (tasks, offsets, entries).
-fn task_cells(keys: &[(usize, u64)], active: &ActivePairs) -> (usize, Vec<usize>, Vec<TaskEntry>) {
+fn task_cells(
+    keys: &[(usize, u64)],
+    counts: &PairCounts,
+    active: &ActivePairs,
+    threads: usize,
+) -> (usize, Vec<usize>, Vec<TaskEntry>) {
     let tasks = TaskNumbers::new(keys.iter().map(|k| k.0));
-    // The active pair of a rated key; both-bad keys bring no tallies.
-    let slot_of = |code: u64| match active.slot[(code >> 2) as usize] {
-        _ if code & 3 == 3 => None,
-        u32::MAX => None,
-        slot => Some(slot as usize),
+    let p = counts.n_models();
+    let mut bucket_start = Vec::with_capacity(active.models.len() + 1);
+    bucket_start.push(0);
+    for &(i, j) in &active.models {
+        let rated: u64 = counts.tallies()[pair_index(p, i, j)].iter().sum();
+        bucket_start.push(bucket_start[bucket_start.len() - 1] + rated as usize);
+    }
+    let rated = bucket_start[active.models.len()];
+    let parts = if rated < PARALLEL_MIN_KEYS {
+        1
+    } else {
+        threads.max(1)
     };
-    let mut bucket_end = vec![0usize; active.models.len() + 1];
-    for &(_, code) in keys {
-        if let Some(slot) = slot_of(code) {
-            bucket_end[slot + 1] += 1;
-        }
+    // Slot ranges of about rated/parts keys each, and their buckets.
+    let mut ends: Vec<usize> = (1..parts)
+        .map(|k| bucket_start.partition_point(|&b| b < rated * k / parts))
+        .collect();
+    ends.push(active.models.len());
+    let mut runs = Vec::with_capacity(parts);
+    let mut first = 0;
+    for end in ends {
+        runs.push(first..end);
+        first = end;
     }
-    for k in 1..bucket_end.len() {
-        bucket_end[k] += bucket_end[k - 1];
-    }
-    // (dense task, cell) per rated key, bucketed by pair; `next` ends as each bucket's end.
-    let mut next = bucket_end.clone();
-    let mut bucket = vec![0u64; *bucket_end.last().expect("at least one offset")];
-    for &(label, code) in keys {
-        if let Some(slot) = slot_of(code) {
-            bucket[next[slot]] = u64::from(tasks.dense(label)) << 2 | (code & 3);
-            next[slot] += 1;
-        }
-    }
+    let tasks = &tasks;
+    let bucket_start = bucket_start.as_slice();
+    let parts: Vec<(Vec<TaskEntry>, Vec<usize>)> = std::thread::scope(|scope| {
+        let mut runs = runs.into_iter();
+        let own = runs.next().expect("at least one run");
+        let others: Vec<_> = runs
+            .map(|slots| {
+                scope.spawn(move || slot_run_cells(keys, tasks, active, slots, bucket_start))
+            })
+            .collect();
+        let mut done = vec![slot_run_cells(keys, tasks, active, own, bucket_start)];
+        done.extend(
+            others
+                .into_iter()
+                .map(|h| h.join().expect("a task-cell thread panicked")),
+        );
+        done
+    });
     let mut start = Vec::with_capacity(active.models.len() + 1);
     start.push(0);
-    let mut entries = Vec::new();
-    for range in bucket_end.windows(2) {
-        let keys = &mut bucket[range[0]..range[1]];
+    let mut parts = parts.into_iter();
+    // The first run's entries were given room for every run's (see `slot_run_cells`): the
+    // others are appended without moving it.
+    let (mut entries, ends) = parts.next().expect("at least one run");
+    start.extend(ends);
+    for (part, ends) in parts {
+        let offset = entries.len();
+        start.extend(ends.iter().map(|e| offset + e));
+        entries.extend(part);
+    }
+    (tasks.len(), start, entries)
+}
+
+/// Rated keys below which [`task_cells`] stays on one thread.
+const PARALLEL_MIN_KEYS: usize = 1 << 16;
+
+/// The task entries of the active pairs in `slots`: their rated keys are bucketed by pair
+/// (`bucket_start` lays out every pair's bucket), each bucket sorted and counted out.
+/// Returns the entries and the end of each pair's entries in them.
+fn slot_run_cells(
+    keys: &[(usize, u64)],
+    tasks: &TaskNumbers,
+    active: &ActivePairs,
+    slots: std::ops::Range<usize>,
+    bucket_start: &[usize],
+) -> (Vec<TaskEntry>, Vec<usize>) {
+    let base = bucket_start[slots.start];
+    let rows = bucket_start[slots.end] - base;
+    // This run's buckets and, last, one place that takes every key of another run and every
+    // both-bad key (which brings no tallies): no key needs a branch.
+    let mut bucket = vec![0u64; rows + 1];
+    let mut next: Vec<usize> = bucket_start[slots.clone()]
+        .iter()
+        .map(|b| b - base)
+        .collect();
+    let elsewhere = next.len();
+    next.push(rows);
+    for &(label, code) in keys {
+        // Every rated key's pair is active (its slot is in this run or another).
+        let k = (active.slot[(code >> 2) as usize] as usize).wrapping_sub(slots.start);
+        let k = if k < elsewhere && code & 3 != 3 {
+            k
+        } else {
+            elsewhere
+        };
+        bucket[next[k]] = u64::from(tasks.dense(label)) << 2 | (code & 3);
+        next[k] += usize::from(k != elsewhere);
+    }
+    // At most one entry per key: the run starting at slot 0 takes room for all runs' entries,
+    // so that the others can be appended to it in place. Room never written is never touched
+    // (the pages stay unmapped), so this costs no memory.
+    let room = if slots.start == 0 {
+        bucket_start[bucket_start.len() - 1]
+    } else {
+        rows
+    };
+    let mut entries = Vec::with_capacity(room);
+    let mut ends = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let keys = &mut bucket[bucket_start[slot] - base..bucket_start[slot + 1] - base];
         keys.sort_unstable();
         for run in keys.chunk_by(|x, y| x >> 2 == y >> 2) {
             let mut tally = [0u64; 4];
@@ -374,9 +461,9 @@ fn task_cells(keys: &[(usize, u64)], active: &ActivePairs) -> (usize, Vec<usize>
             let task = u32::try_from(run[0] >> 2).expect("dense task numbers fit u32");
             push_entries(&mut entries, task, tally);
         }
-        start.push(entries.len());
+        ends.push(entries.len());
     }
-    (tasks.len(), start, entries)
+    (entries, ends)
 }
 
 /// Task labels numbered densely in ascending order: by a table over the labels when they are
@@ -504,6 +591,39 @@ mod tests {
             entries.collect(),
             input.slot_bound.clone(),
         )
+    }
+
+    #[test]
+    fn task_cells_are_the_same_on_any_number_of_threads() {
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below) as usize
+        };
+        let outcomes = [
+            Outcome::AWins,
+            Outcome::BWins,
+            Outcome::Tie,
+            Outcome::BothBad,
+        ];
+        let mut builder = BootstrapInputBuilder::new(7);
+        for _ in 0..2 * PARALLEL_MIN_KEYS {
+            let a = next(7);
+            let b = (a + 1 + next(6)) % 7;
+            let outcome = outcomes[next(4)];
+            builder.add(a, b, outcome, 3 * next(90)).expect("valid row");
+        }
+        let one = task_layout(&builder.clone().build());
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                task_layout(&builder.clone().build_on(threads)),
+                one,
+                "{threads} threads"
+            );
+        }
+        assert_eq!(one.0, 90);
     }
 
     #[test]
