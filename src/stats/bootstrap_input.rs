@@ -194,15 +194,19 @@ impl BootstrapInput {
     ) {
         let times = &mut scratch.times;
         times.draw(self.n_tasks, seed, first, count);
-        for (slot, range) in self.slot_start.windows(2).enumerate() {
-            let entries = &self.task_entries[range[0]..range[1]];
-            let [twice_w, total] = times.pair_sums(entries, self.slot_bound[slot]);
-            for lane in 0..count {
-                let d = &mut data[lane / REFIT_LANES];
-                d.w[slot][lane % REFIT_LANES] = 0.5 * twice_w[lane];
-                d.n[slot][lane % REFIT_LANES] = total[lane];
-            }
-        }
+        let (starts, entries) = (&self.slot_start, &self.task_entries);
+        times.each_pair(
+            starts,
+            entries,
+            &self.slot_bound,
+            |slot, [twice_w, total]| {
+                for lane in 0..count {
+                    let d = &mut data[lane / REFIT_LANES];
+                    d.w[slot][lane % REFIT_LANES] = 0.5 * twice_w[lane];
+                    d.n[slot][lane % REFIT_LANES] = total[lane];
+                }
+            },
+        );
     }
 }
 

@@ -5,8 +5,8 @@
 //! the largest possible sum stays within its integers: below 2^24 for f32, which does twice
 //! the lanes per vector instruction of f64. A pair's sums are at most (largest multiplicity of
 //! the batch) × (its [`entry_bound`]); pairs under 2^24 are summed in f32, any other in f64.
-//! Both give the same integers, as does the AVX2 variant of the f32 loop (x86-64, checked at
-//! run time): which path runs never changes a result (tests check all three).
+//! Both give the same integers, as does the loop compiled for AVX2 and FMA (x86-64, checked
+//! at run time): which path runs never changes a result (tests check them all).
 
 use super::bootstrap_input::TaskEntry;
 use super::poisson::{Xoshiro256, resample_rng, uniform_below};
@@ -50,18 +50,71 @@ impl Multiplicities {
             .map_or(0, u64::from);
         self.as_f32.clear();
         if self.largest < F32_EXACT {
-            self.as_f32
-                .extend(self.counts.iter().map(|c| c.map(|m| m as f32)));
+            let as_f32 = |c: &[u32; LANES]| std::array::from_fn(|lane| c[lane] as f32);
+            self.as_f32.extend(self.counts.iter().map(as_f32));
         }
     }
 
-    /// Σ multiplicity × (2·w, n) over one pair's task `entries`, per lane; `bound` is the
-    /// pair's [`entry_bound`].
-    pub(crate) fn pair_sums(&self, entries: &[TaskEntry], bound: u64) -> [[f64; LANES]; 2] {
-        if self.largest.saturating_mul(bound) < F32_EXACT {
-            sums_f32(entries, &self.as_f32).map(|s| s.map(f64::from))
-        } else {
-            sums_f64(entries, &self.counts)
+    /// Σ multiplicity × (2·w, n) over each pair's task entries, per lane: pair `k` owns
+    /// `entries[starts[k]..starts[k + 1]]` and has the [`entry_bound`] `bounds[k]`; its sums
+    /// go to `write(k, sums)`.
+    pub(crate) fn each_pair(
+        &self,
+        starts: &[usize],
+        entries: &[TaskEntry],
+        bounds: &[u64],
+        write: impl FnMut(usize, [[f64; LANES]; 2]),
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { self.each_pair_avx2(starts, entries, bounds, write) };
+        }
+        self.each_pair_with::<false>(starts, entries, bounds, write);
+    }
+
+    /// [`Multiplicities::each_pair_with`] compiled for AVX2 (one 8-lane register per sum)
+    /// with fused multiply-adds, which round nothing here: every product and sum is an exact
+    /// integer.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn each_pair_avx2(
+        &self,
+        starts: &[usize],
+        entries: &[TaskEntry],
+        bounds: &[u64],
+        write: impl FnMut(usize, [[f64; LANES]; 2]),
+    ) {
+        self.each_pair_with::<true>(starts, entries, bounds, write);
+    }
+
+    /// [`Multiplicities::each_pair`]: in f32 for pairs whose sums stay below 2^24, else in
+    /// f64. `FUSED` multiply-adds in one instruction (only where the CPU has FMA: elsewhere it
+    /// is a slow library call).
+    #[inline(always)]
+    fn each_pair_with<const FUSED: bool>(
+        &self,
+        starts: &[usize],
+        entries: &[TaskEntry],
+        bounds: &[u64],
+        mut write: impl FnMut(usize, [[f64; LANES]; 2]),
+    ) {
+        for (k, (range, &bound)) in starts.windows(2).zip(bounds).enumerate() {
+            let pair = &entries[range[0]..range[1]];
+            let sums = if self.largest.saturating_mul(bound) < F32_EXACT {
+                let [tw, n] = sums_f32_with::<FUSED>(pair, &self.as_f32);
+                [
+                    std::array::from_fn(|lane| f64::from(tw[lane])),
+                    std::array::from_fn(|lane| f64::from(n[lane])),
+                ]
+            } else {
+                sums_f64(pair, &self.counts)
+            };
+            write(k, sums);
         }
     }
 }
@@ -72,30 +125,8 @@ pub(crate) fn entry_bound(entries: &[TaskEntry]) -> u64 {
     entries.iter().map(|e| e.twice_w.max(e.n) as u64).sum()
 }
 
-/// [`sums_f32_with`], by AVX2 and FMA where the CPU has them.
-fn sums_f32(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { sums_f32_avx2(entries, times) };
-    }
-    sums_f32_with::<false>(entries, times)
-}
-
-/// [`sums_f32_with`] compiled for AVX2 (one 8-lane register per sum) with fused
-/// multiply-adds, which round nothing here: every product and sum is an exact integer.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn sums_f32_avx2(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
-    sums_f32_with::<true>(entries, times)
-}
-
-/// The f32 sums; exact when every sum stays below 2^24 (see [`Multiplicities::pair_sums`]).
-/// `FUSED` multiply-adds in one instruction (only where the CPU has FMA: elsewhere it is a
-/// slow library call). Entries go round-robin into [`WAYS`] sets of sums, so that several
+/// The f32 sums of one pair; exact when every sum stays below 2^24. `FUSED`: see
+/// [`Multiplicities::each_pair_with`]. Entries go round-robin into [`WAYS`] sets of sums, so that several
 /// multiply-adds are in flight instead of each waiting on the last. With exact integers
 /// neither the fusing nor the order changes a sum.
 #[inline(always)]
@@ -166,6 +197,22 @@ mod tests {
         }
     }
 
+    impl Multiplicities {
+        /// [`Multiplicities::each_pair`] of one pair; checked against the portable loop,
+        /// which it is not on CPUs with AVX2 and FMA.
+        fn pair_sums(&self, entries: &[TaskEntry], bound: u64) -> [[f64; LANES]; 2] {
+            let (mut sums, mut portable) = (None, None);
+            let starts = [0, entries.len()];
+            self.each_pair(&starts, entries, &[bound], |k, s| {
+                assert_eq!(k, 0);
+                sums = Some(s);
+            });
+            self.each_pair_with::<false>(&starts, entries, &[bound], |_, s| portable = Some(s));
+            assert_eq!(sums, portable, "the portable loop agrees");
+            sums.expect("one pair")
+        }
+    }
+
     /// The sums in exact integers.
     fn exact(entries: &[TaskEntry], counts: &[[u32; LANES]]) -> [[f64; LANES]; 2] {
         let mut sums = [[0u64; LANES]; 2];
@@ -215,11 +262,6 @@ mod tests {
                 assert_eq!(scalar.map(|s| s.map(f64::from)), want);
                 let fused = sums_f32_with::<true>(&entries, &m.as_f32);
                 assert_eq!(fused, scalar, "fused and separate multiply-adds agree");
-                assert_eq!(
-                    sums_f32(&entries, &m.as_f32),
-                    scalar,
-                    "AVX2 and scalar agree"
-                );
             }
         }
     }
