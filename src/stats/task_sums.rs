@@ -71,12 +71,10 @@ impl Multiplicities {
             // SAFETY: the CPU has AVX2 and FMA.
             return unsafe { self.each_pair_avx2(starts, entries, bounds, write) };
         }
-        self.each_pair_with::<false>(starts, entries, bounds, write);
+        self.each_pair_with(starts, entries, bounds, sums_f32, write);
     }
 
-    /// [`Multiplicities::each_pair_with`] compiled for AVX2 (one 8-lane register per sum)
-    /// with fused multiply-adds, which round nothing here: every product and sum is an exact
-    /// integer.
+    /// [`Multiplicities::each_pair_with`] compiled for AVX2, with [`avx2::sums_f32`].
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA.
@@ -89,24 +87,26 @@ impl Multiplicities {
         bounds: &[u64],
         write: impl FnMut(usize, [[f64; LANES]; 2]),
     ) {
-        self.each_pair_with::<true>(starts, entries, bounds, write);
+        // SAFETY (of the kernel): the CPU has AVX2 and FMA.
+        let kernel = |e: &[TaskEntry], t: &[[f32; LANES]]| unsafe { avx2::sums_f32(e, t) };
+        self.each_pair_with(starts, entries, bounds, kernel, write);
     }
 
-    /// [`Multiplicities::each_pair`]: in f32 for pairs whose sums stay below 2^24, else in
-    /// f64. `FUSED` multiply-adds in one instruction (only where the CPU has FMA: elsewhere it
-    /// is a slow library call).
+    /// [`Multiplicities::each_pair`]: by `kernel` (a [`sums_f32`]) for pairs whose sums stay
+    /// below 2^24, else in f64.
     #[inline(always)]
-    fn each_pair_with<const FUSED: bool>(
+    fn each_pair_with(
         &self,
         starts: &[usize],
         entries: &[TaskEntry],
         bounds: &[u64],
+        kernel: impl Fn(&[TaskEntry], &[[f32; LANES]]) -> [[f32; LANES]; 2],
         mut write: impl FnMut(usize, [[f64; LANES]; 2]),
     ) {
         for (k, (range, &bound)) in starts.windows(2).zip(bounds).enumerate() {
             let pair = &entries[range[0]..range[1]];
             let sums = if self.largest.saturating_mul(bound) < F32_EXACT {
-                let [tw, n] = sums_f32_with::<FUSED>(pair, &self.as_f32);
+                let [tw, n] = kernel(pair, &self.as_f32);
                 [
                     std::array::from_fn(|lane| f64::from(tw[lane])),
                     std::array::from_fn(|lane| f64::from(n[lane])),
@@ -125,26 +125,17 @@ pub(crate) fn entry_bound(entries: &[TaskEntry]) -> u64 {
     entries.iter().map(|e| e.twice_w.max(e.n) as u64).sum()
 }
 
-/// The f32 sums of one pair; exact when every sum stays below 2^24. `FUSED`: see
-/// [`Multiplicities::each_pair_with`]. Entries go round-robin into [`WAYS`] sets of sums, so that several
-/// multiply-adds are in flight instead of each waiting on the last. With exact integers
-/// neither the fusing nor the order changes a sum.
+/// The f32 sums of one pair; exact when every sum stays below 2^24. Entries go round-robin
+/// into [`WAYS`] sets of sums, so that several additions are in flight instead of each
+/// waiting on the last: with exact integers the order changes no sum.
 #[inline(always)]
-fn sums_f32_with<const FUSED: bool>(
-    entries: &[TaskEntry],
-    times: &[[f32; LANES]],
-) -> [[f32; LANES]; 2] {
+fn sums_f32(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
     let mut sums = [[[0.0; LANES]; 2]; WAYS];
     let add = |sums: &mut [[f32; LANES]; 2], e: &TaskEntry| {
         let m = &times[e.task as usize];
         for lane in 0..LANES {
-            if FUSED {
-                sums[0][lane] = m[lane].mul_add(e.twice_w, sums[0][lane]);
-                sums[1][lane] = m[lane].mul_add(e.n, sums[1][lane]);
-            } else {
-                sums[0][lane] += m[lane] * e.twice_w;
-                sums[1][lane] += m[lane] * e.n;
-            }
+            sums[0][lane] += m[lane] * e.twice_w;
+            sums[1][lane] += m[lane] * e.n;
         }
     };
     let mut rounds = entries.chunks_exact(WAYS);
@@ -167,9 +158,57 @@ fn sums_f32_with<const FUSED: bool>(
     total
 }
 
-/// Independent sets of sums in [`sums_f32_with`] (four: a multiply-add takes about four
-/// cycles and two can start per cycle).
+/// Independent sets of sums in [`sums_f32`] and [`avx2::sums_f32`] (four: a multiply-add
+/// takes about four cycles and two can start per cycle).
 const WAYS: usize = 4;
+
+/// [`super::sums_f32`] in AVX2 registers, one per sum, with fused multiply-adds: they round
+/// nothing here, as every product and sum is an exact integer, so the sums are the same.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m256, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_storeu_ps,
+    };
+
+    use super::{LANES, TaskEntry, WAYS};
+
+    const _: () = assert!(LANES == 8, "one lane per f32 of a register");
+
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn sums_f32(
+        entries: &[TaskEntry],
+        times: &[[f32; LANES]],
+    ) -> [[f32; LANES]; 2] {
+        let mut sums = [[_mm256_setzero_ps(); 2]; WAYS];
+        let add = |sums: &mut [__m256; 2], e: &TaskEntry| {
+            // SAFETY: eight f32 from a `[f32; 8]`.
+            let m = unsafe { _mm256_loadu_ps(times[e.task as usize].as_ptr()) };
+            sums[0] = _mm256_fmadd_ps(m, _mm256_set1_ps(e.twice_w), sums[0]);
+            sums[1] = _mm256_fmadd_ps(m, _mm256_set1_ps(e.n), sums[1]);
+        };
+        let mut rounds = entries.chunks_exact(WAYS);
+        for round in &mut rounds {
+            for (way, e) in sums.iter_mut().zip(round) {
+                add(way, e);
+            }
+        }
+        for (way, e) in sums.iter_mut().zip(rounds.remainder()) {
+            add(way, e);
+        }
+        let mut out = [[0.0; LANES]; 2];
+        for (k, o) in out.iter_mut().enumerate() {
+            let total = sums[1..]
+                .iter()
+                .fold(sums[0][k], |t, s| _mm256_add_ps(t, s[k]));
+            // SAFETY: eight f32 into a `[f32; 8]`.
+            unsafe { _mm256_storeu_ps(o.as_mut_ptr(), total) };
+        }
+        out
+    }
+}
 
 /// The f64 sums, for pairs too large for f32 (exact below 2^53).
 fn sums_f64(entries: &[TaskEntry], counts: &[[u32; LANES]]) -> [[f64; LANES]; 2] {
@@ -207,7 +246,9 @@ mod tests {
                 assert_eq!(k, 0);
                 sums = Some(s);
             });
-            self.each_pair_with::<false>(&starts, entries, &[bound], |_, s| portable = Some(s));
+            self.each_pair_with(&starts, entries, &[bound], sums_f32, |_, s| {
+                portable = Some(s)
+            });
             assert_eq!(sums, portable, "the portable loop agrees");
             sums.expect("one pair")
         }
@@ -258,10 +299,8 @@ mod tests {
             assert_eq!(m.pair_sums(&entries, entry_bound(&entries)), want);
             assert_eq!(sums_f64(&entries, &m.counts), want);
             if m.largest * entry_bound(&entries) < F32_EXACT {
-                let scalar = sums_f32_with::<false>(&entries, &m.as_f32);
+                let scalar = sums_f32(&entries, &m.as_f32);
                 assert_eq!(scalar.map(|s| s.map(f64::from)), want);
-                let fused = sums_f32_with::<true>(&entries, &m.as_f32);
-                assert_eq!(fused, scalar, "fused and separate multiply-adds agree");
             }
         }
     }
@@ -277,7 +316,7 @@ mod tests {
             largest: 4097,
         };
         let entries = [entry(1, 4099, 4099), entry(0, 5, 3)];
-        let rounded = sums_f32_with::<false>(&entries, &m.as_f32);
+        let rounded = sums_f32(&entries, &m.as_f32);
         assert_ne!(
             f64::from(rounded[0][0]),
             4097.0 * 4099.0,
