@@ -3,7 +3,8 @@
 //! parse-only time of judge's parser and of a plain one-thread serde_json read (both in this
 //! process, warm), the time `judge rank` itself spent reading and parsing the file
 //! (`--timings`, "in-run"), the whole command's wall time (process start to exit) and its
-//! peak memory (via `/usr/bin/time`): best of seven rounds. Ratios are medians over rounds:
+//! peak memory (via `/usr/bin/time`): best of seven rounds, for each bootstrap unit (the task
+//! unit's parser also numbers the tasks). Ratios are medians over rounds:
 //! the command's own total (reading to writing, `--timings`) over its own read+parse
 //! ("total÷rp", the same process, so process start and exit are in neither), and the whole
 //! command's time over each of the three parse times (see [`ROUNDS`]).
@@ -103,12 +104,12 @@ struct RankRun {
     peak_kb: u64,
 }
 
-fn run_rank(exe: &str, path: &Path, out: &Path) -> RankRun {
+fn run_rank(exe: &str, path: &Path, unit: &str, out: &Path) -> RankRun {
     let started = Instant::now();
     let result = Command::new("/usr/bin/time")
         .args(["-f", "%M", exe, "rank", "--timings", "--comparisons"])
         .arg(path)
-        .args(["--format", "json", "--output"])
+        .args(["--bootstrap-unit", unit, "--format", "json", "--output"])
         .arg(out)
         .output()
         .expect("run judge rank under /usr/bin/time");
@@ -143,9 +144,10 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("judge-rank-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
-        "{:>9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "{:>9} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
         "rows",
         "models",
+        "unit",
         "parse (s)",
         "serde (s)",
         "in-run (s)",
@@ -156,43 +158,61 @@ fn main() {
         "÷serde",
         "peak MB"
     );
-    for (rows, models) in [(10_000, 20), (100_000, 50), (1_000_000, 100)] {
+    let sizes = [(10_000, 20), (100_000, 50), (1_000_000, 100)];
+    let units = [
+        ("comparison", BootstrapUnit::Comparison),
+        ("task", BootstrapUnit::Task),
+    ];
+    for (rows, models) in sizes {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
         write_battles(&path, rows, models);
-        let (mut parse, mut serde) = (Vec::new(), Vec::new());
-        let (mut whole, mut in_run, mut own) = (Vec::new(), Vec::new(), Vec::new());
-        let mut peak_kb = 0u64;
-        for _ in 0..ROUNDS {
-            let (t, parsed) = timed(|| {
-                let f = std::fs::File::open(&path).expect("open");
-                parse_battles(f, BootstrapUnit::Comparison).expect("parse")
-            });
-            assert_eq!(parsed.1.len(), rows);
-            drop(parsed);
-            parse.push(t);
-            let (t, n) = timed(|| serde_parse(&path));
-            assert_eq!(n, rows);
-            serde.push(t);
-            let run = run_rank(exe, &path, &dir.join("out.json"));
-            whole.push(run.wall);
-            in_run.push(run.read_parse);
-            own.push(run.total / run.read_parse);
-            peak_kb = peak_kb.max(run.peak_kb);
+        for (unit_name, unit) in units {
+            bench_size(exe, &dir, &path, (rows, models), (unit_name, unit));
         }
-        let best = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
-        let ratio = |base: &[f64]| median(whole.iter().zip(base).map(|(w, b)| w / b).collect());
-        println!(
-            "{rows:>9} {models:>6} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8.1}",
-            best(&parse),
-            best(&serde),
-            best(&in_run),
-            best(&whole),
-            median(own.clone()),
-            ratio(&in_run),
-            ratio(&parse),
-            ratio(&serde),
-            peak_kb as f64 / 1024.0
-        );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Measures one file with one bootstrap unit and prints its line of the table.
+fn bench_size(
+    exe: &str,
+    dir: &Path,
+    path: &Path,
+    (rows, models): (usize, usize),
+    (unit_name, unit): (&str, BootstrapUnit),
+) {
+    let (mut parse, mut serde) = (Vec::new(), Vec::new());
+    let (mut whole, mut in_run, mut own) = (Vec::new(), Vec::new(), Vec::new());
+    let mut peak_kb = 0u64;
+    for _ in 0..ROUNDS {
+        let (t, parsed) = timed(|| {
+            let f = std::fs::File::open(path).expect("open");
+            parse_battles(f, unit).expect("parse")
+        });
+        assert_eq!(parsed.1.len(), rows);
+        drop(parsed);
+        parse.push(t);
+        let (t, n) = timed(|| serde_parse(path));
+        assert_eq!(n, rows);
+        serde.push(t);
+        let run = run_rank(exe, path, unit_name, &dir.join("out.json"));
+        whole.push(run.wall);
+        in_run.push(run.read_parse);
+        own.push(run.total / run.read_parse);
+        peak_kb = peak_kb.max(run.peak_kb);
+    }
+    let best = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let ratio = |base: &[f64]| median(whole.iter().zip(base).map(|(w, b)| w / b).collect());
+    println!(
+        "{rows:>9} {models:>6} {unit_name:>10} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8.1}",
+        best(&parse),
+        best(&serde),
+        best(&in_run),
+        best(&whole),
+        median(own.clone()),
+        ratio(&in_run),
+        ratio(&parse),
+        ratio(&serde),
+        peak_kb as f64 / 1024.0
+    );
 }
