@@ -362,11 +362,8 @@ fn task_cells(
         bucket_start.push(bucket_start[bucket_start.len() - 1] + rated as usize);
     }
     let rated = bucket_start[active.models.len()];
-    let parts = if rated < PARALLEL_MIN_KEYS {
-        1
-    } else {
-        threads.max(1)
-    };
+    // Every run scans all keys: a run per thread, but only while each has enough of its own.
+    let parts = threads.min(rated / PARALLEL_MIN_KEYS).max(1);
     // Slot ranges of about rated/parts keys each, and their buckets.
     let mut ends: Vec<usize> = (1..parts)
         .map(|k| bucket_start.partition_point(|&b| b < rated * k / parts))
@@ -411,7 +408,7 @@ fn task_cells(
     (tasks.len(), start, entries)
 }
 
-/// Rated keys below which [`task_cells`] stays on one thread.
+/// Rated keys each run of [`task_cells`] takes at least (fewer: fewer threads).
 const PARALLEL_MIN_KEYS: usize = 1 << 16;
 
 /// The task entries of the active pairs in `slots`: their rated keys are bucketed by pair
@@ -613,7 +610,8 @@ mod tests {
             Outcome::BothBad,
         ];
         let mut builder = BootstrapInputBuilder::new(7);
-        for _ in 0..2 * PARALLEL_MIN_KEYS {
+        // Enough rated rows (three quarters) for three runs.
+        for _ in 0..5 * PARALLEL_MIN_KEYS {
             let a = next(7);
             let b = (a + 1 + next(6)) % 7;
             let outcome = outcomes[next(4)];
