@@ -409,7 +409,7 @@ fn task_cells(
 }
 
 /// Rated keys each run of [`task_cells`] takes at least (fewer: fewer threads).
-const PARALLEL_MIN_KEYS: usize = 1 << 16;
+const PARALLEL_MIN_KEYS: usize = 1 << 15;
 
 /// The task entries of the active pairs in `slots`: their rated keys are bucketed by pair
 /// (`bucket_start` lays out every pair's bucket), each bucket sorted and counted out.
