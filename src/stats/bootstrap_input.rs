@@ -405,6 +405,8 @@ fn task_cells(
         start.extend(ends.iter().map(|e| offset + e));
         entries.extend(part);
     }
+    // Give back the room no entry took (a large block is remapped, not copied).
+    entries.shrink_to_fit();
     (tasks.len(), start, entries)
 }
 
