@@ -541,6 +541,7 @@ fn push_entries(entries: &mut Vec<TaskEntry>, task: u32, tally: [u64; 4]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::test_support::small_numbers;
 
     #[test]
     fn huge_tallies_split_into_entries_with_exact_sums() {
@@ -598,13 +599,8 @@ mod tests {
 
     #[test]
     fn task_cells_are_the_same_on_any_number_of_threads() {
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = move |below: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % below) as usize
-        };
+        let mut numbers = small_numbers(0x2545_F491_4F6C_DD1D);
+        let mut next = move |below: u64| numbers(below) as usize;
         let outcomes = [
             Outcome::AWins,
             Outcome::BWins,

@@ -131,22 +131,13 @@ pub(crate) fn entry_bound(entries: &[TaskEntry]) -> u64 {
 #[inline(always)]
 fn sums_f32(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] {
     let mut sums = [[[0.0; LANES]; 2]; WAYS];
-    let add = |sums: &mut [[f32; LANES]; 2], e: &TaskEntry| {
+    round_robin(entries, &mut sums, |sums, e| {
         let m = &times[e.task as usize];
         for lane in 0..LANES {
             sums[0][lane] += m[lane] * e.twice_w;
             sums[1][lane] += m[lane] * e.n;
         }
-    };
-    let mut rounds = entries.chunks_exact(WAYS);
-    for round in &mut rounds {
-        for (way, e) in sums.iter_mut().zip(round) {
-            add(way, e);
-        }
-    }
-    for (way, e) in sums.iter_mut().zip(rounds.remainder()) {
-        add(way, e);
-    }
+    });
     let mut total = sums[0];
     for way in &sums[1..] {
         for (t, s) in total.iter_mut().zip(way) {
@@ -162,6 +153,24 @@ fn sums_f32(entries: &[TaskEntry], times: &[[f32; LANES]]) -> [[f32; LANES]; 2] 
 /// takes about four cycles and two can start per cycle).
 const WAYS: usize = 4;
 
+/// Adds entry `k` into `sums[k % WAYS]` with `add`, in order.
+#[inline(always)]
+fn round_robin<S>(
+    entries: &[TaskEntry],
+    sums: &mut [S; WAYS],
+    mut add: impl FnMut(&mut S, &TaskEntry),
+) {
+    let mut rounds = entries.chunks_exact(WAYS);
+    for round in &mut rounds {
+        for (way, e) in sums.iter_mut().zip(round) {
+            add(way, e);
+        }
+    }
+    for (way, e) in sums.iter_mut().zip(rounds.remainder()) {
+        add(way, e);
+    }
+}
+
 /// [`super::sums_f32`] in AVX2 registers, one per sum, with fused multiply-adds: they round
 /// nothing here, as every product and sum is an exact integer, so the sums are the same.
 #[cfg(target_arch = "x86_64")]
@@ -171,7 +180,7 @@ mod avx2 {
         _mm256_storeu_ps,
     };
 
-    use super::{LANES, TaskEntry, WAYS};
+    use super::{LANES, TaskEntry, WAYS, round_robin};
 
     const _: () = assert!(LANES == 8, "one lane per f32 of a register");
 
@@ -183,21 +192,12 @@ mod avx2 {
         times: &[[f32; LANES]],
     ) -> [[f32; LANES]; 2] {
         let mut sums = [[_mm256_setzero_ps(); 2]; WAYS];
-        let add = |sums: &mut [__m256; 2], e: &TaskEntry| {
+        round_robin(entries, &mut sums, |sums: &mut [__m256; 2], e| {
             // SAFETY: eight f32 from a `[f32; 8]`.
             let m = unsafe { _mm256_loadu_ps(times[e.task as usize].as_ptr()) };
             sums[0] = _mm256_fmadd_ps(m, _mm256_set1_ps(e.twice_w), sums[0]);
             sums[1] = _mm256_fmadd_ps(m, _mm256_set1_ps(e.n), sums[1]);
-        };
-        let mut rounds = entries.chunks_exact(WAYS);
-        for round in &mut rounds {
-            for (way, e) in sums.iter_mut().zip(round) {
-                add(way, e);
-            }
-        }
-        for (way, e) in sums.iter_mut().zip(rounds.remainder()) {
-            add(way, e);
-        }
+        });
         let mut out = [[0.0; LANES]; 2];
         for (k, o) in out.iter_mut().enumerate() {
             let total = sums[1..]
@@ -227,6 +227,7 @@ fn sums_f64(entries: &[TaskEntry], counts: &[[u32; LANES]]) -> [[f64; LANES]; 2]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::test_support::small_numbers;
 
     fn entry(task: u32, twice_w: u16, n: u16) -> TaskEntry {
         TaskEntry {
@@ -269,13 +270,7 @@ mod tests {
 
     #[test]
     fn every_path_gives_the_exact_integer_sums() {
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = move |below: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % below
-        };
+        let mut next = small_numbers(0x9E37_79B9_7F4A_7C15);
         let mut m = Multiplicities::default();
         for round in 0..50 {
             let tasks = 1 + next(40) as usize;

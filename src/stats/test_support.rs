@@ -71,6 +71,18 @@ impl ModelNames {
     }
 }
 
+/// A deterministic xorshift64 stream for tests: each call gives a number below its argument
+/// (with a slight modulo bias, irrelevant to tests).
+pub(crate) fn small_numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed | 1;
+    move |below| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % below
+    }
+}
+
 /// A deterministic synthetic data set: every pair of `n_models` meets in turn over `rows`
 /// rows on `tasks` tasks, strengths spread evenly over [−1, 1], about 15% ties and 5% both
 /// bad. Outcomes come from a fixed arithmetic sequence, not an RNG, so tests can rely on it.
