@@ -220,7 +220,8 @@ pub(crate) struct Scratch {
 }
 
 /// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 16 bytes per row until
-/// [`BootstrapInputBuilder::build`], which sorts them into per-task cells.
+/// [`BootstrapInputBuilder::build`], which buckets them into per-task cells (unless built with
+/// [`BootstrapInputBuilder::comparisons_only`]).
 #[derive(Debug, Clone)]
 pub struct BootstrapInputBuilder {
     counts: PairCounts,
