@@ -15,13 +15,14 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::StatsError;
-use super::bootstrap_input::{BootstrapInput, LANES, Scratch};
+use super::bootstrap_input::{BootstrapInput, Scratch};
 use super::bradley_terry::{
     BtFit, LinearisedStart, Newton, check_prior, checked_start, rating_from_theta,
 };
 use super::counts::PairData;
 use super::interval::{Interval, percentile_interval};
 use super::refit::{LaneData, LaneRefit, REFIT_LANES};
+use super::task_sums::LANES;
 
 /// The default number of resamples (`--resamples`).
 pub const DEFAULT_RESAMPLES: usize = 1000;

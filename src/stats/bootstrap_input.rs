@@ -17,8 +17,7 @@ use super::counts::{ActivePairs, Outcome, PairCounts, locate, pair_index};
 use super::multinomial::CellSampler;
 use super::poisson::resample_rng;
 use super::refit::{LaneData, REFIT_LANES};
-pub(crate) use super::task_sums::LANES;
-use super::task_sums::{Multiplicities, entry_bound};
+use super::task_sums::{LANES, Multiplicities, entry_bound};
 
 /// Comparison rows aggregated for [`super::bootstrap`]: full-data counts, the comparison
 /// cells and the per-task cells. Build it with [`BootstrapInputBuilder`] or
@@ -183,7 +182,8 @@ impl BootstrapInput {
     /// of the T tasks uniformly; then each pair sums multiplicity × tally over its tasks.
     /// Pairs are visited in turn with every lane at once, so the tallies stream through once
     /// per batch, the sums stay in registers and the multiplicities in cache. All sums are of
-    /// integers, hence exact, and equal to drawing the resamples one at a time.
+    /// integers, hence exact, and equal to drawing the resamples one at a time (see
+    /// [`super::task_sums`]).
     fn resample_tasks(
         &self,
         seed: u64,

@@ -184,6 +184,8 @@ mod avx2 {
 
     const _: () = assert!(LANES == 8, "one lane per f32 of a register");
 
+    /// The f32 sums of one pair, eight lanes to a register.
+    ///
     /// # Safety
     /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
