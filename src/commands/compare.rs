@@ -1,6 +1,7 @@
 //! `judge compare`: every task × unordered model pair judged blind, in both orderings as two
 //! separate cached calls, verdicts parsed strictly; writes `judgments.jsonl` (appended as calls
-//! finish) and `comparisons.jsonl` (derived, rewritten at the end).
+//! finish) and `comparisons.jsonl` (derived, rewritten at the end for the judges of this
+//! invocation; other judges' comparisons are kept).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -533,7 +534,12 @@ fn finish(
     }
     let judgments: Vec<JudgmentRecord> = latest.values().cloned().collect();
     write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), &judgments)?;
-    let comparisons = derive_comparisons(ctx, models, &latest);
+    // Judges not named this time keep their comparisons as they were.
+    let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
+    let mut comparisons: Vec<ComparisonRecord> =
+        read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
+    comparisons.retain(|c: &ComparisonRecord| !judge_ids.contains(&c.judge.as_str()));
+    comparisons.extend(derive_comparisons(ctx, models, &latest));
     write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
     // Comparisons still missing per judge (calls not made yet: an interrupted or cut-short run).
     let pairs = models.len() * models.len().saturating_sub(1) / 2;
@@ -550,7 +556,6 @@ fn finish(
         })
         .collect();
 
-    let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
     let mut agreements = Vec::new();
     for (i, j1) in judge_ids.iter().enumerate() {
         for j2 in &judge_ids[i + 1..] {

@@ -347,6 +347,29 @@ fn two_judges_are_recorded_separately_with_agreement() {
 }
 
 #[test]
+fn comparing_with_one_judge_keeps_the_other_judges_comparisons() {
+    let fair = FakeServer::start(marker_judge);
+    let refusing = FakeServer::start(|_, _| Reply::status(401, "bad key"));
+    let p = project(&fair.url, "judge-labs");
+    let mut config = p.read("judge.toml");
+    config.push_str(&format!(
+        "\n[providers.other]\nkind = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n\n[[judges]]\nid = \"judge-2\"\nprovider = \"other\"\nmodel = \"m2\"\nfamily = \"other-labs\"\n",
+        refusing.url
+    ));
+    p.write("judge.toml", &config);
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let before = p.read("runs/r/comparisons.jsonl");
+    assert_eq!(before.lines().count(), 3);
+    // A second judge that the provider refuses (exit 3) leaves judge-1's comparisons alone.
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-2"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(p.read("runs/r/comparisons.jsonl"), before);
+    let out = quick_rank(&p);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
 fn interrupted_compare_resumes_and_retry_failed_asks_again() {
     // The first two calls fail hard (4xx), the rest are fine.
     let server = FakeServer::start(|req, n| {
