@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod extract;
+pub mod interrupt;
 pub mod judging;
 pub mod label;
 pub mod prompt;

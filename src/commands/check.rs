@@ -89,33 +89,36 @@ struct CachedCheck {
 /// Check results by (task, model), for the execution judge.
 #[derive(Debug, Clone, Default)]
 pub struct CheckTable {
-    passed: BTreeMap<(String, String), bool>,
+    results: BTreeMap<(String, String), CheckOutcome>,
 }
 
 impl CheckTable {
     /// From check records.
     pub fn from_records(records: &[CheckRecord]) -> Self {
-        let passed = records
+        let results = records
             .iter()
-            .map(|r| {
-                (
-                    (r.task.clone(), r.model.clone()),
-                    r.result == CheckOutcome::Pass,
-                )
-            })
+            .map(|r| ((r.task.clone(), r.model.clone()), r.result))
             .collect();
-        CheckTable { passed }
+        CheckTable { results }
     }
 
-    /// The execution judge's outcome for a pair on a task; a missing check counts as not passed.
+    /// The execution judge's outcome for a pair on a task: a missing check counts as not
+    /// passed; a check that ended in `error` (the harness got no verdict) makes the
+    /// comparison failed, not a loss.
     pub fn outcome(&self, task: &str, a: &str, b: &str) -> Winner {
-        let passed = |m: &str| {
-            self.passed
+        let result = |m: &str| {
+            self.results
                 .get(&(task.to_string(), m.to_string()))
                 .copied()
-                .unwrap_or(false)
         };
-        exec_outcome(passed(a), passed(b))
+        let (ra, rb) = (result(a), result(b));
+        if ra == Some(CheckOutcome::Error) || rb == Some(CheckOutcome::Error) {
+            return Winner::Failed;
+        }
+        exec_outcome(
+            ra == Some(CheckOutcome::Pass),
+            rb == Some(CheckOutcome::Pass),
+        )
     }
 }
 
@@ -129,6 +132,7 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     let (mut run_dir, manifest, suite, outputs) = load_run(&config, &args.run)?;
     let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;
     run_dir.create_and_lock()?;
+    crate::interrupt::install();
     let cache = Cache::new(config.cache_dir());
     let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
     let mut manifest = manifest;
@@ -214,10 +218,14 @@ pub fn ensure_checks(
             .flatten();
         let check_sha = sha256_hex(check);
         let code_sha = code.as_deref().map(sha256_hex);
+        // Only a record without code stands as it is: pass and fail come back from the
+        // cache, whose key holds every limit (so new limits run the check again), and
+        // `timeout` and `error` are never cached, so they are tried again.
         let up_to_date = current
             .get(&(o.task.clone(), o.model.clone()))
             .is_some_and(|r| {
-                r.check_sha256 == check_sha
+                r.result == CheckOutcome::NoCode
+                    && r.check_sha256 == check_sha
                     && r.code_sha256 == code_sha
                     && r.sandbox == policy_label(policy)
             });
@@ -234,6 +242,9 @@ pub fn ensure_checks(
         for _ in 0..default_parallelism() {
             s.spawn(|| {
                 loop {
+                    if crate::interrupt::requested() {
+                        break;
+                    }
                     let next = queue.lock().expect("queue lock").next();
                     let Some((o, check, code, check_sha, code_sha)) = next else {
                         break;
@@ -282,6 +293,9 @@ pub fn ensure_checks(
     }
     let all: Vec<CheckRecord> = current.into_values().collect();
     write_jsonl_atomic(&path, &all)?;
+    if crate::interrupt::requested() {
+        return Err(JudgeError::Interrupted.into());
+    }
     Ok(all)
 }
 
@@ -391,4 +405,39 @@ pub fn check_rows(models: &[String], records: &[CheckRecord]) -> anyhow::Result<
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(model: &str, result: CheckOutcome) -> CheckRecord {
+        CheckRecord {
+            task: "t".into(),
+            model: model.into(),
+            result,
+            duration_ms: 0,
+            exit_code: None,
+            signal: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            sandbox: "bwrap".into(),
+            check_sha256: String::new(),
+            code_sha256: None,
+            from_cache: false,
+        }
+    }
+
+    #[test]
+    fn a_harness_error_fails_the_comparison_instead_of_losing_it() {
+        let table = CheckTable::from_records(&[
+            record("ok", CheckOutcome::Pass),
+            record("broken", CheckOutcome::Error),
+            record("slow", CheckOutcome::Timeout),
+        ]);
+        assert_eq!(table.outcome("t", "ok", "broken"), Winner::Failed);
+        assert_eq!(table.outcome("t", "broken", "slow"), Winner::Failed);
+        assert_eq!(table.outcome("t", "ok", "slow"), Winner::ModelA);
+        assert_eq!(table.outcome("t", "slow", "missing"), Winner::BothBad);
+    }
 }

@@ -13,7 +13,9 @@ use serde_json::json;
 
 use crate::cache::Cache;
 use crate::cli::{Cli, CompareArgs};
-use crate::commands::check::{CHECKS_FILE, CheckRecord, CheckTable, ensure_checks, sandbox_policy};
+use crate::commands::check::{
+    CHECKS_FILE, CheckOutcome, CheckRecord, CheckTable, ensure_checks, sandbox_policy,
+};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
 use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
 use crate::engine::manifest::Manifest;
@@ -30,7 +32,7 @@ use crate::provider::http::HttpProvider;
 use crate::provider::{ChatRequest, ErrorClass, Message, to_wire};
 use crate::records::{
     ComparisonRecord, FailedMarker, JudgmentRecord, JudgmentVerdict, OutputRecord, RecordedError,
-    Status,
+    Status, Winner,
 };
 use crate::report::progress::Progress;
 use crate::report::summary::compare_summary;
@@ -124,6 +126,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         template_sha256(&template, &inputs.suite.context, &inputs.suite.criteria);
 
     inputs.run_dir.create_and_lock()?;
+    crate::interrupt::install();
     let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
     if !prompt_path.exists() {
         crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
@@ -622,9 +625,13 @@ fn finish(
         comparisons.len(),
         run_dir.file(COMPARISONS_FILE).display()
     );
+    // A check that ended in `error` makes the exec judge's comparison failed.
     let failed = ours
         .iter()
-        .any(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)));
+        .any(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+        || comparisons.iter().any(|c| {
+            c.judge == EXEC_JUDGE && judge_ids.contains(&EXEC_JUDGE) && c.winner == Winner::Failed
+        });
     match ctx.stop.reason() {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
@@ -648,7 +655,7 @@ fn exec_checks(inputs: &Inputs, cache: &Cache, quiet: bool) -> anyhow::Result<Ch
         inputs.suite.task(&o.task).is_none_or(|t| t.check.is_none())
             || existing
                 .iter()
-                .any(|c| c.task == o.task && c.model == o.model)
+                .any(|c| c.task == o.task && c.model == o.model && c.result != CheckOutcome::Error)
     });
     let records = if complete {
         existing

@@ -77,6 +77,7 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     };
 
     run_dir.create_and_lock()?;
+    crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);
     manifest.status = "running".into();
     manifest.updated_at = now.rfc3339();

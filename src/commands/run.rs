@@ -13,6 +13,7 @@ use crate::time::UtcDateTime;
 /// any step had failures.
 pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
+    crate::interrupt::install();
     let run_name = args.run.clone().unwrap_or_else(|| {
         let now = UtcDateTime::from_system(std::time::SystemTime::now());
         format!("{}-{}", config.run.suite, now.compact())
@@ -27,6 +28,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             deadline: None,
         },
     )?;
+    stop_if_interrupted()?;
     let judges = if !args.judges.is_empty() {
         args.judges.clone()
     } else if !config.judges.is_empty() {
@@ -44,6 +46,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             deadline: None,
         },
     )?;
+    stop_if_interrupted()?;
     for judge in &judges {
         rank::run(
             cli,
@@ -63,6 +66,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 timings: false,
             },
         )?;
+        stop_if_interrupted()?;
     }
     eprintln!(
         "run `{run_name}` is in {}",
@@ -74,4 +78,13 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// Ends the pipeline with exit 130 after a Ctrl-C (the step that saw it has written
+/// everything it finished).
+fn stop_if_interrupted() -> anyhow::Result<()> {
+    if crate::interrupt::requested() {
+        return Err(crate::error::JudgeError::Interrupted.into());
+    }
+    Ok(())
 }

@@ -129,19 +129,14 @@ pub fn build_http_providers(
     Ok(out)
 }
 
-/// First Ctrl-C: stop starting items, let those in flight finish, write everything, exit 130.
-/// Second Ctrl-C: exit at once (every finished record is already on disk).
+/// Passes a Ctrl-C (see [`crate::interrupt`]) on to `stop`.
 fn watch_ctrl_c(stop: Arc<Stop>) {
+    crate::interrupt::install();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "\nstopping: finishing requests in flight (press Ctrl-C again to quit at once)"
-            );
-            stop.request(StopReason::Interrupted);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
-            }
+        while !crate::interrupt::requested() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        stop.request(StopReason::Interrupted);
     });
 }
 

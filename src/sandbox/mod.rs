@@ -407,9 +407,9 @@ fn run_check_in(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if bwrap.is_none() {
-        cmd.process_group(0);
-    }
+    // Its own process group: killable as one, and out of reach of the terminal's Ctrl-C,
+    // which is the harness's to handle (a check killed by it would read as an error).
+    cmd.process_group(0);
 
     let start = Instant::now();
     let child = match cmd.spawn() {

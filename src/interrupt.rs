@@ -1,0 +1,56 @@
+//! Ctrl-C for the commands that work through many items (`generate`, `compare`, `check`,
+//! `run`): the first SIGINT sets a process-wide flag that every loop of items polls (stop
+//! starting items, let those in flight finish, write everything, exit 130); a second one
+//! exits at once with 130 (every finished record is already on disk). One listener for the
+//! whole process, so a later step of `judge run` is as interruptible as the first.
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+static INSTALL: Once = Once::new();
+
+/// Starts listening for SIGINT (once per process; later calls do nothing). Returns after the
+/// listener is registered, so a Ctrl-C from then on is never lost.
+pub fn install() {
+    INSTALL.call_once(|| {
+        let (ready, registered) = std::sync::mpsc::channel();
+        let listener = std::thread::Builder::new()
+            .name("ctrl-c".into())
+            .spawn(move || listen(ready));
+        if listener.is_ok() {
+            // Without a listener SIGINT keeps its default action, which also stops us.
+            let _ = registered.recv();
+        }
+    });
+}
+
+/// Whether Ctrl-C was pressed.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
+}
+
+fn listen(ready: std::sync::mpsc::Sender<()>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async move {
+        let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+            return;
+        };
+        let _ = ready.send(());
+        if interrupts.recv().await.is_some() {
+            eprintln!(
+                "\nstopping: finishing the work in flight (press Ctrl-C again to quit at once)"
+            );
+            REQUESTED.store(true, Ordering::SeqCst);
+            if interrupts.recv().await.is_some() {
+                std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+            }
+        }
+    });
+}
