@@ -1,11 +1,13 @@
 //! Human labelling (core, pure): the stratified blind sample, the labels and their
-//! last-one-wins reading, and the agreement statistics between people and the judge.
+//! last-one-wins reading, the check that a label belongs to the item it names, and the
+//! agreement statistics between people and the judge.
 
 use std::collections::BTreeMap;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::records::{ComparisonRecord, Winner};
 use crate::stats::{Interval, LabelCategory, StatsError, agreement, cohen_kappa, kappa_bootstrap};
@@ -83,6 +85,92 @@ pub struct LabelRecord {
     /// The choice in model terms (`model_a`, `model_b`, `tie`, `both_bad`); `null` for skip/undo.
     pub winner: Option<Winner>,
     pub at: String,
+    /// [`item_key`] of the item as labelled. Absent in files written before it existed; such
+    /// records are taken to belong to the current sample's item of the same id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_key: Option<String>,
+}
+
+/// The identity of an item as the labeller saw it: the first 16 hex digits of the SHA-256 of
+/// the task and the models shown as Answer 1 and Answer 2, each length-prefixed. Item ids
+/// (`i0001`, …) are reused by every sample; this key is not.
+pub fn item_key(item: &SampleItem) -> String {
+    let (m1, m2) = item.shown();
+    let mut hasher = Sha256::new();
+    hasher.update(b"judge/label-item/v1\0");
+    for field in [item.task.as_str(), m1, m2] {
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A label that does not belong to the current sample. `index` counts the labeller's records
+/// from 0.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error(
+        "the label of `{item}` was given to another comparison than the current sample's `{item}` (the sample was replaced after labelling)"
+    )]
+    OtherComparison { index: usize, item: String },
+    #[error(
+        "the label of `{item}` was given to another comparison: the current sample has no `{item}` (the sample was replaced after labelling)"
+    )]
+    NotInSample { index: usize, item: String },
+}
+
+impl LabelError {
+    /// The offending record's position among the labeller's records (from 0).
+    pub fn index(&self) -> usize {
+        match self {
+            LabelError::OtherComparison { index, .. } | LabelError::NotInSample { index, .. } => {
+                *index
+            }
+        }
+    }
+}
+
+/// Checks that every record carrying an [`item_key`] was given to the sample item it names;
+/// the first that was not is the error. Records without a key are accepted as before.
+pub fn check_labels(records: &[LabelRecord], sample: &[SampleItem]) -> Result<(), LabelError> {
+    let keys: BTreeMap<&str, String> = sample
+        .iter()
+        .map(|s| (s.item.as_str(), item_key(s)))
+        .collect();
+    for (index, r) in records.iter().enumerate() {
+        let Some(key) = &r.item_key else { continue };
+        match keys.get(r.item.as_str()) {
+            Some(k) if k == key => {}
+            Some(_) => {
+                return Err(LabelError::OtherComparison {
+                    index,
+                    item: r.item.clone(),
+                });
+            }
+            None => {
+                return Err(LabelError::NotInSample {
+                    index,
+                    item: r.item.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a file in `labels/` is tied to the current sample, so that it moves aside with the
+/// sample when a new one replaces it: the sample itself, every labeller's labels (`*.jsonl`),
+/// and the score and human leaderboard computed from them. Temp files (`.…`) are not.
+pub fn tied_to_sample(file_name: &str) -> bool {
+    !file_name.starts_with('.')
+        && (file_name.ends_with(".jsonl")
+            || matches!(
+                file_name,
+                "agreement.json" | "leaderboard.json" | "leaderboard.csv" | "leaderboard.md"
+            ))
 }
 
 /// The model-level outcome of a position-relative choice.
@@ -340,6 +428,7 @@ mod tests {
             choice,
             winner,
             at: String::new(),
+            item_key: None,
         };
         let labels = effective_labels(&[
             rec("i1", Choice::First, Some(Winner::ModelA)),
@@ -351,6 +440,117 @@ mod tests {
         assert_eq!(labels.get("i1"), Some(&Some(Winner::ModelB)));
         assert_eq!(labels.get("i2"), None);
         assert_eq!(labels.get("i3"), Some(&None));
+    }
+
+    fn item(id: &str, task: &str, a: &str, b: &str, first: Side) -> SampleItem {
+        SampleItem {
+            item: id.into(),
+            task: task.into(),
+            model_a: a.into(),
+            model_b: b.into(),
+            first,
+            judge: "j".into(),
+        }
+    }
+
+    fn label_of(item: &SampleItem) -> LabelRecord {
+        LabelRecord {
+            item: item.item.clone(),
+            labeller: "p".into(),
+            choice: Choice::First,
+            winner: choice_winner(item, Choice::First),
+            at: String::new(),
+            item_key: Some(item_key(item)),
+        }
+    }
+
+    #[test]
+    fn item_key_is_what_was_shown_not_the_item_id() {
+        let shown = item("i0001", "t1", "a", "b", Side::ModelA);
+        let key = item_key(&shown);
+        assert_eq!(key.len(), 16);
+        assert!(key.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(key, item_key(&item("i0007", "t1", "a", "b", Side::ModelA)));
+        assert_eq!(key, item_key(&item("i0001", "t1", "b", "a", Side::ModelB)));
+        for other in [
+            item("i0001", "t2", "a", "b", Side::ModelA),
+            item("i0001", "t1", "a", "c", Side::ModelA),
+            item("i0001", "t1", "a", "b", Side::ModelB),
+            item("i0001", "t1a", "", "b", Side::ModelA),
+        ] {
+            assert_ne!(key, item_key(&other), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn labels_of_a_replaced_sample_are_refused_and_unkeyed_ones_accepted() {
+        let old = [
+            item("i0001", "t1", "a", "b", Side::ModelA),
+            item("i0002", "t2", "a", "c", Side::ModelB),
+            item("i0003", "t3", "b", "c", Side::ModelA),
+        ];
+        let new = [
+            item("i0001", "t1", "a", "b", Side::ModelA),
+            item("i0002", "t2", "b", "c", Side::ModelB),
+        ];
+        let labels: Vec<LabelRecord> = old.iter().map(label_of).collect();
+        assert_eq!(check_labels(&labels, &old), Ok(()));
+        let err = check_labels(&labels, &new).unwrap_err();
+        assert_eq!(
+            err,
+            LabelError::OtherComparison {
+                index: 1,
+                item: "i0002".into()
+            }
+        );
+        assert_eq!(err.index(), 1);
+        let err = check_labels(&[labels[0].clone(), labels[2].clone()], &new).unwrap_err();
+        assert_eq!(
+            err,
+            LabelError::NotInSample {
+                index: 1,
+                item: "i0003".into()
+            }
+        );
+        let legacy: Vec<LabelRecord> = labels
+            .into_iter()
+            .map(|r| LabelRecord {
+                item_key: None,
+                ..r
+            })
+            .collect();
+        assert_eq!(check_labels(&legacy, &new), Ok(()), "treated as before");
+    }
+
+    #[test]
+    fn label_records_without_a_key_still_read() {
+        let r: LabelRecord = serde_json::from_str(
+            r#"{"item":"i0001","labeller":"p","choice":"1","winner":"model_a","at":"x"}"#,
+        )
+        .expect("an old record");
+        assert_eq!(r.item_key, None);
+        let line = serde_json::to_string(&r).expect("serialize");
+        assert!(!line.contains("item_key"), "{line}");
+    }
+
+    #[test]
+    fn files_tied_to_the_sample() {
+        for name in [
+            "sample.jsonl",
+            "bob.jsonl",
+            "agreement.json",
+            "leaderboard.md",
+        ] {
+            assert!(tied_to_sample(name), "{name}");
+        }
+        for name in [
+            ".bob.jsonl.tmp.1.0",
+            "sheet.csv",
+            "replaced-20261130-085515",
+            "notes.json",
+        ] {
+            assert!(!tied_to_sample(name), "{name}");
+        }
     }
 
     #[test]

@@ -19,7 +19,8 @@ use crate::engine::run_dir::{
 };
 use crate::error::{JudgeError, Outcome};
 use crate::label::{
-    Choice, LabelRecord, SampleItem, category, choice_winner, effective_labels, stratified_sample,
+    Choice, LabelRecord, SampleItem, category, check_labels, choice_winner, effective_labels,
+    item_key, stratified_sample, tied_to_sample,
 };
 use crate::records::{ComparisonRecord, OutputRecord, Winner};
 use crate::report::label::{Scores, render_scores, score_labels};
@@ -105,6 +106,58 @@ fn now() -> String {
     UtcDateTime::from_system(SystemTime::now()).rfc3339()
 }
 
+/// The files in `labels/` tied to the current sample (see [`tied_to_sample`]), sorted, with
+/// `sample.jsonl` last.
+fn tied_files(run_dir: &RunDir) -> anyhow::Result<Vec<String>> {
+    let dir = run_dir.file("labels");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", dir.display())),
+    };
+    let mut names = Vec::new();
+    for e in entries {
+        let e = e.with_context(|| format!("failed to read `{}`", dir.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type().is_ok_and(|t| t.is_file()) && tied_to_sample(&name) {
+            names.push(name);
+        }
+    }
+    names.sort_by_key(|n| (n == "sample.jsonl", n.clone()));
+    Ok(names)
+}
+
+/// Moves `files` (names in `labels/`) into a new `labels/replaced-<UTC time>/`, one rename
+/// each, the sample last: if interrupted, the labels left behind still sit next to their
+/// sample. Returns the archive folder.
+fn archive_labels(run_dir: &RunDir, files: &[String]) -> anyhow::Result<PathBuf> {
+    let labels = run_dir.file("labels");
+    let stamp = UtcDateTime::from_system(SystemTime::now()).compact();
+    let mut archive = labels.join(format!("replaced-{stamp}"));
+    for k in 2.. {
+        match std::fs::create_dir(&archive) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                archive = labels.join(format!("replaced-{stamp}-{k}"));
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("failed to create `{}`", archive.display()));
+            }
+        }
+    }
+    for name in files {
+        let (from, to) = (labels.join(name), archive.join(name));
+        std::fs::rename(&from, &to).with_context(|| {
+            format!(
+                "failed to move `{}` to `{}` (the labels not yet moved still belong to the old sample)",
+                from.display(),
+                to.display()
+            )
+        })?;
+    }
+    Ok(archive)
+}
+
 /// `judge label sample`.
 fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
@@ -124,13 +177,31 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     }
     let path = run_dir.file(SAMPLE_FILE);
     if path.exists() && !args.force {
-        return Err(JudgeError::usage(format!(
-            "`{}` already exists; labels refer to it. Pass --force to draw a new sample (existing labels then refer to the old one)",
-            path.display()
-        ))
+        let labelled = tied_files(&run_dir)?.len() > 1;
+        return Err(JudgeError::usage(if labelled {
+            format!(
+                "`{}` already exists and has labels; pass --force to draw a new sample (--force archives the existing labels to {}/replaced-<UTC time>/, and the new sample starts unlabelled)",
+                path.display(),
+                run_dir.file("labels").display()
+            )
+        } else {
+            format!(
+                "`{}` already exists (no labels yet); pass --force to replace it",
+                path.display()
+            )
+        })
         .into());
     }
     run_dir.create_and_lock()?;
+    let tied = tied_files(&run_dir)?;
+    if tied.iter().any(|n| n != "sample.jsonl") {
+        let archive = archive_labels(&run_dir, &tied)?;
+        eprintln!(
+            "moved the labels of the replaced sample ({}) to {}; the new sample starts unlabelled",
+            tied.join(", "),
+            archive.display()
+        );
+    }
     let seed = args.seed.unwrap_or(manifest.seed);
     let items = stratified_sample(&candidates, args.n, seed);
     write_jsonl_atomic(&path, &items)?;
@@ -280,7 +351,7 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
     valid_labeller(labeller)?;
     let mut l = open(cli, run)?;
     let path = labels_path(&l.run_dir, labeller);
-    let records: Vec<LabelRecord> = read_jsonl_repairing(&path)?;
+    let records = read_labels(&path, &l.sample)?;
     let mut state = effective_labels(&records);
     let mut history: Vec<String> = records
         .iter()
@@ -324,12 +395,14 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
                     writeln!(out, "nothing to undo")?;
                     continue;
                 };
+                let undone = l.sample.iter().find(|i| i.item == last).map(item_key);
                 appender.append(&LabelRecord {
                     item: last.clone(),
                     labeller: labeller.into(),
                     choice: Choice::Undo,
                     winner: None,
                     at: now(),
+                    item_key: undone,
                 })?;
                 state.remove(&last);
                 history.retain(|h| h != &last);
@@ -351,6 +424,7 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
             choice,
             winner,
             at: now(),
+            item_key: Some(item_key(&item)),
         })?;
         state.insert(item.item.clone(), winner);
         history.push(item.item.clone());
@@ -417,7 +491,7 @@ fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
 fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     valid_labeller(&args.labeller)?;
     let mut l = open(cli, &args.run)?;
-    let (records, errors) = read_sheet(&args.file, &l.sample, &args.labeller)?;
+    let (records, errors) = read_sheet(&args.file, &l, &args.labeller)?;
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("error: {e}");
@@ -446,9 +520,40 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// How much of each answer an imported sheet must match: enough to tell two comparisons
+/// apart, short of the cell limits of spreadsheet programs (Excel cuts at 32,767).
+const SHEET_CHECK_CHARS: usize = 2000;
+
+/// Why a sheet row's item is not the current sample's item of that id (a sheet exported
+/// before the sample was replaced): its task or its answers differ. Columns the sheet lacks
+/// are not compared; answers are compared on their first [`SHEET_CHECK_CHARS`] characters,
+/// ignoring line endings and surrounding whitespace.
+fn sheet_row_mismatch(
+    l: &Labelling,
+    item: &SampleItem,
+    cell: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let (_, a1, a2) = answers(l, item);
+    let norm = |t: &str| {
+        let t = t.replace("\r\n", "\n");
+        t.trim().chars().take(SHEET_CHECK_CHARS).collect::<String>()
+    };
+    let same = |col: &str, want: &str| cell(col).is_none_or(|got| norm(&got) == norm(want));
+    let id = &item.item;
+    if !same("task", &item.task) {
+        return Some(format!(
+            "the sheet has task `{}` for `{id}`, the current sample task `{}`",
+            cell("task").unwrap_or_default().trim(),
+            item.task
+        ));
+    }
+    (!same("answer_1", a1) || !same("answer_2", a2))
+        .then(|| format!("the sheet shows other answers for `{id}` than the current sample"))
+}
+
 fn read_sheet(
     file: &Path,
-    sample: &[SampleItem],
+    l: &Labelling,
     labeller: &str,
 ) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
     let mut reader = csv::Reader::from_path(file)
@@ -465,7 +570,8 @@ fn read_sheet(
         ))
         .into());
     };
-    let by_id: BTreeMap<&str, &SampleItem> = sample.iter().map(|s| (s.item.as_str(), s)).collect();
+    let by_id: BTreeMap<&str, &SampleItem> =
+        l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
     for (i, row) in reader.records().enumerate() {
         let line = i + 2;
@@ -492,6 +598,13 @@ fn read_sheet(
         if raw.is_empty() {
             continue;
         }
+        let cell = |name: &str| Some(row.get(col(name)?)?.to_string());
+        if let Some(why) = sheet_row_mismatch(l, item, cell) {
+            errors.push(at(format!(
+                "{why} (the sample was replaced after this sheet was exported; export a new sheet)"
+            )));
+            continue;
+        }
         let Some(choice) = Choice::parse(raw) else {
             errors.push(at(format!(
                 "choice `{raw}` is not one of 1, 2, tie, both_bad, skip"
@@ -504,13 +617,38 @@ fn read_sheet(
             choice,
             winner: choice_winner(item, choice),
             at: now(),
+            item_key: Some(item_key(item)),
         });
     }
     Ok((records, errors))
 }
 
-/// Every labeller's labels in `labels/`.
+/// One labeller's records, refused (naming the file and line) if any was given to another
+/// comparison than the item of that id in `sample`.
+fn read_labels(path: &Path, sample: &[SampleItem]) -> anyhow::Result<Vec<LabelRecord>> {
+    let records: Vec<LabelRecord> = read_jsonl_repairing(path)?;
+    if let Err(e) = check_labels(&records, sample) {
+        // After the repairing read every non-blank line is one record.
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("failed to read `{}`", path.display()))?;
+        let line = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .nth(e.index())
+            .map_or(0, |(i, _)| i + 1);
+        return Err(JudgeError::usage(format!(
+            "{}:{line}: {e}; move the file out of labels/ and label the new sample afresh",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(records)
+}
+
+/// Every labeller's labels in `labels/`, each checked against the current sample.
 pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<LabelRecord>>> {
+    let sample: Vec<SampleItem> = read_jsonl_repairing(&run_dir.file(SAMPLE_FILE))?;
     let dir = run_dir.file("labels");
     let mut out = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -524,7 +662,7 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
         if labeller == "sample" {
             continue;
         }
-        out.insert(labeller.to_string(), read_jsonl_repairing(&e.path())?);
+        out.insert(labeller.to_string(), read_labels(&e.path(), &sample)?);
     }
     Ok(out)
 }

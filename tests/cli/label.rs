@@ -97,6 +97,31 @@ fn session(p: &Project, labeller: &str, keys: &str, extra: &[&str]) -> std::proc
     child.wait_with_output().unwrap()
 }
 
+/// The keys that label every item of `sample` the way the judge would (the better answer).
+fn judge_keys(sample: &[serde_json::Value]) -> String {
+    let mut keys = String::new();
+    for s in sample {
+        let first_is_a = s["first"] == "model_a";
+        let (a, b) = (
+            s["model_a"].as_str().unwrap(),
+            s["model_b"].as_str().unwrap(),
+        );
+        let task: usize = s["task"].as_str().unwrap()[1..].parse().unwrap();
+        let quality = |m: &str| match m {
+            "zeta7" => 2,
+            "omega3" => 1,
+            _ => usize::from(task.is_multiple_of(2)),
+        };
+        keys.push_str(match quality(a).cmp(&quality(b)) {
+            std::cmp::Ordering::Equal => "t\n",
+            std::cmp::Ordering::Greater if first_is_a => "1\n",
+            std::cmp::Ordering::Less if !first_is_a => "1\n",
+            _ => "2\n",
+        });
+    }
+    keys
+}
+
 #[test]
 fn sample_label_score_and_rank_end_to_end() {
     let server = FakeServer::start(judge);
@@ -118,29 +143,8 @@ fn sample_label_score_and_rank_end_to_end() {
         "an existing sample is not replaced silently"
     );
 
-    // A scripted session: label every item the way the judge would (the better answer),
-    // reading which one is better from the screen.
-    let mut keys = String::new();
-    for s in &sample {
-        let first_is_a = s["first"] == "model_a";
-        let (a, b) = (
-            s["model_a"].as_str().unwrap(),
-            s["model_b"].as_str().unwrap(),
-        );
-        let task: usize = s["task"].as_str().unwrap()[1..].parse().unwrap();
-        let quality = |m: &str| match m {
-            "zeta7" => 2,
-            "omega3" => 1,
-            _ => usize::from(task.is_multiple_of(2)),
-        };
-        keys.push_str(match quality(a).cmp(&quality(b)) {
-            std::cmp::Ordering::Equal => "t\n",
-            std::cmp::Ordering::Greater if first_is_a => "1\n",
-            std::cmp::Ordering::Less if !first_is_a => "1\n",
-            _ => "2\n",
-        });
-    }
-    let out = session(&p, "alice", &keys, &[]);
+    // A scripted session: label every item the way the judge would (the better answer).
+    let out = session(&p, "alice", &judge_keys(&sample), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -303,4 +307,218 @@ fn export_is_blind_and_import_validates_every_row() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/carol.jsonl").len(), 5);
+}
+
+/// The folders `labels/replaced-*` of run `r`.
+fn archives(p: &Project) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<_> = std::fs::read_dir(p.path().join("runs/r/labels"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("replaced-"))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Regression: `label sample --force` reused the item ids `i0001`… for other comparisons, so the
+/// old labels silently attached to the new items (agreement 0.917 became 0.083, and
+/// `rank --from-labels` put the wrong model first).
+#[test]
+fn force_resample_archives_labels_instead_of_attaching_them_to_new_items() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let old_sample = p.jsonl("runs/r/labels/sample.jsonl");
+    let out = session(&p, "bob", &judge_keys(&old_sample), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let old_labels = p.read("runs/r/labels/bob.jsonl");
+    assert_eq!(old_labels.lines().count(), 12);
+    let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "12", "--seed", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--force archives the existing labels to"),
+        "the refusal says what --force does: {stderr}"
+    );
+
+    let out = p.run(&[
+        "label", "sample", "--run", "r", "--n", "12", "--seed", "5", "--force",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let new_sample = p.jsonl("runs/r/labels/sample.jsonl");
+    assert_ne!(new_sample, old_sample, "seed 5 draws another sample");
+    let archived = archives(&p);
+    assert_eq!(archived.len(), 1, "{archived:?}");
+    let name = archived[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&name) && stderr.contains("bob.jsonl"),
+        "stderr says what moved where: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(archived[0].join("bob.jsonl")).unwrap(),
+        old_labels,
+        "the archive holds the old labels"
+    );
+    let archived_sample: Vec<serde_json::Value> =
+        std::fs::read_to_string(archived[0].join("sample.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert_eq!(
+        archived_sample, old_sample,
+        "…next to the sample they label"
+    );
+    assert!(archived[0].join("agreement.json").is_file());
+    assert!(!p.path().join("runs/r/labels/bob.jsonl").exists());
+    assert!(!p.path().join("runs/r/labels/agreement.json").exists());
+
+    // The old labels no longer count: nothing is labelled in the new sample.
+    let out = p.run(&["label", "score", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no labels yet"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["rank", "--run", "r", "--from-labels"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let out = session(&p, "bob", "q\n", &[]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Item 1 of 12"), "{screen}");
+    assert!(screen.contains("0 of 12 labelled by `bob`"), "{screen}");
+}
+
+/// Labels carry the identity of the comparison they were given to; put back next to another
+/// sample by hand, they are refused with their file and line, not attached to other items.
+#[test]
+fn labels_of_a_replaced_sample_are_refused_with_file_and_line() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let old_sample = p.jsonl("runs/r/labels/sample.jsonl");
+    let out = session(&p, "bob", &judge_keys(&old_sample), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let old_labels = p.read("runs/r/labels/bob.jsonl");
+
+    // Files written before labels carried the identity still score as before.
+    let legacy: String = p
+        .jsonl("runs/r/labels/bob.jsonl")
+        .into_iter()
+        .map(|mut r| {
+            assert!(r["item_key"].is_string(), "{r}");
+            r.as_object_mut().unwrap().remove("item_key");
+            format!("{r}\n")
+        })
+        .collect();
+    p.write("runs/r/labels/bob.jsonl", &legacy);
+    let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let score: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(score["labellers"][0]["vs_judge"]["items"], 12);
+    assert_eq!(score["labellers"][0]["vs_judge"]["agreement"], 1.0);
+
+    let out = p.run(&[
+        "label", "sample", "--run", "r", "--n", "12", "--seed", "5", "--force",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let new_sample = p.jsonl("runs/r/labels/sample.jsonl");
+    // Put back by hand, with a blank line on top; bob labelled in sample order, one record
+    // per item.
+    p.write("runs/r/labels/bob.jsonl", &format!("\n{old_labels}"));
+    let shown = |s: &serde_json::Value| {
+        let (a, b) = (s["model_a"].clone(), s["model_b"].clone());
+        let order = if s["first"] == "model_a" {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        (s["task"].clone(), order)
+    };
+    let first_stale = (0..12)
+        .find(|&i| shown(&old_sample[i]) != shown(&new_sample[i]))
+        .expect("seed 5 changes some item");
+    let at = format!("labels/bob.jsonl:{}: ", first_stale + 2);
+    for args in [
+        &["label", "score", "--run", "r"][..],
+        &["rank", "--run", "r", "--from-labels"][..],
+        &["label", "--run", "r", "--labeller", "bob"][..],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&at) && stderr.contains("another comparison"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// A sheet exported before the sample was replaced is refused row by row on import.
+#[test]
+fn import_refuses_a_sheet_of_a_replaced_sample() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["label", "export", "--run", "r", "--output", "sheet.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let old_sheet = p.read("sheet.csv");
+    let out = p.run(&[
+        "label", "sample", "--run", "r", "--n", "12", "--seed", "5", "--force",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut reader = csv::Reader::from_reader(old_sheet.as_bytes());
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(reader.headers().unwrap()).unwrap();
+    for row in reader.records() {
+        let mut row: Vec<String> = row.unwrap().iter().map(String::from).collect();
+        row[5] = "1".into();
+        writer.write_record(&row).unwrap();
+    }
+    p.write(
+        "old.csv",
+        &String::from_utf8(writer.into_inner().unwrap()).unwrap(),
+    );
+    let out = p.run(&[
+        "label",
+        "import",
+        "old.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "dan",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("old.csv:2: the sheet has task `") && stderr.contains("export a new sheet"),
+        "{stderr}"
+    );
+    assert!(!p.path().join("runs/r/labels/dan.jsonl").exists());
+
+    // The current sheet imports.
+    let out = p.run(&["label", "export", "--run", "r", "--output", "new.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&[
+        "label",
+        "import",
+        "new.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "dan",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
