@@ -471,7 +471,7 @@ fn resolve_provider(
         err(
             &at("kind"),
             format!(
-                "unknown provider kind `{}` (expected one of: openai, files)",
+                "unknown provider kind `{}` (expected one of: openai, anthropic, gemini, files)",
                 p.kind
             ),
         )

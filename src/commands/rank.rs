@@ -26,6 +26,31 @@ pub const DEFAULT_SEED: u64 = 0;
 /// Fewest resamples allowed without `--allow-few-resamples`.
 pub const MIN_RESAMPLES: usize = 1000;
 
+/// Most resamples allowed: the bootstrap keeps resamples × models × 16 bytes (1.6 GB at a
+/// million resamples of 100 models).
+pub const MAX_RESAMPLES: usize = 1_000_000;
+
+/// Refuses bootstrap and prior settings `judge rank` cannot honour (also checked by
+/// `judge run` before it generates anything).
+pub fn check_fit_args(resamples: usize, allow_few: bool, prior: f64) -> Result<(), JudgeError> {
+    if resamples < MIN_RESAMPLES && !allow_few {
+        return Err(JudgeError::usage(format!(
+            "--resamples {resamples} is below {MIN_RESAMPLES}; percentile intervals need at least {MIN_RESAMPLES} (pass --allow-few-resamples for a quick look)"
+        )));
+    }
+    if resamples > MAX_RESAMPLES {
+        return Err(JudgeError::usage(format!(
+            "--resamples {resamples} is above {MAX_RESAMPLES}; the bootstrap holds every resample in memory, and beyond a few thousand the intervals no longer change"
+        )));
+    }
+    if !(prior.is_finite() && prior > 0.0) {
+        return Err(JudgeError::usage(format!(
+            "--prior {prior} must be a number greater than 0"
+        )));
+    }
+    Ok(())
+}
+
 /// Rows ready to rank, with what the header needs.
 pub struct RankInput {
     pub models: Vec<String>,
@@ -36,20 +61,7 @@ pub struct RankInput {
 
 /// Runs `judge rank`.
 pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
-    if args.resamples < MIN_RESAMPLES && !args.allow_few_resamples {
-        return Err(JudgeError::usage(format!(
-            "--resamples {} is below {MIN_RESAMPLES}; percentile intervals need at least {MIN_RESAMPLES} (pass --allow-few-resamples for a quick look)",
-            args.resamples
-        ))
-        .into());
-    }
-    if !(args.prior.is_finite() && args.prior > 0.0) {
-        return Err(JudgeError::usage(format!(
-            "--prior {} must be a number greater than 0",
-            args.prior
-        ))
-        .into());
-    }
+    check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
     let started = Instant::now();
     let (input, run_dir, prompt) = match (&args.run, &args.comparisons) {
         (Some(run), None) => {

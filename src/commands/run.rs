@@ -13,6 +13,41 @@ use crate::time::UtcDateTime;
 /// any step had failures.
 pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
+    // Everything that would stop the last step is refused before the first spends anything.
+    rank::check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
+    let ranked_models = if args.models.is_empty() {
+        config.models.len()
+    } else {
+        args.models
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    if ranked_models < 2 {
+        return Err(crate::error::JudgeError::usage(format!(
+            "`judge run` ranks models against each other and needs at least two (found {ranked_models}); use `judge generate` for one model"
+        ))
+        .into());
+    }
+    let judges = if !args.judges.is_empty() {
+        let mut seen = std::collections::BTreeSet::new();
+        args.judges
+            .iter()
+            .filter(|j| seen.insert(j.as_str()))
+            .cloned()
+            .collect()
+    } else if !config.judges.is_empty() {
+        config.judges.iter().map(|j| j.id.clone()).collect()
+    } else {
+        vec![EXEC_JUDGE.to_string()]
+    };
+    if judges.len() > 1 && args.format == crate::report::Format::Json {
+        return Err(crate::error::JudgeError::usage(format!(
+            "--format json prints one document, and {} judges give one leaderboard each; pick one with --judge (the run keeps leaderboards/<judge>.json for every judge)",
+            judges.len()
+        ))
+        .into());
+    }
     crate::interrupt::install();
     let run_name = args.run.clone().unwrap_or_else(|| {
         let now = UtcDateTime::from_system(std::time::SystemTime::now());
@@ -29,13 +64,6 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     stop_if_interrupted()?;
-    let judges = if !args.judges.is_empty() {
-        args.judges.clone()
-    } else if !config.judges.is_empty() {
-        config.judges.iter().map(|j| j.id.clone()).collect()
-    } else {
-        vec![EXEC_JUDGE.to_string()]
-    };
     let compared = compare::run(
         cli,
         &CompareArgs {

@@ -299,3 +299,38 @@ fn output_into_a_fifo_or_through_a_symlink_keeps_it() {
     assert!(link.file_type().is_symlink(), "the link stays a link");
     assert_eq!(p.read("real.txt").into_bytes(), expected);
 }
+
+#[test]
+fn run_refuses_bad_rank_settings_before_generating_anything() {
+    let p = Project::with_suite(
+        1,
+        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n\n[[models]]\nid = \"a\"\nprovider = \"answers\"\nmodel = \"a\"\nfamily = \"f\"\n\n[[models]]\nid = \"b\"\nprovider = \"answers\"\nmodel = \"b\"\nfamily = \"g\"\n",
+    );
+    for args in [
+        &["run", "--run", "r", "--resamples", "10"][..],
+        &["run", "--run", "r", "--prior=0"],
+        &["run", "--run", "r", "--model", "a", "--model", "a"],
+        &[
+            "run", "--run", "r", "--judge", "x", "--judge", "y", "--format", "json",
+        ],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(!p.path().join("runs/r").exists(), "{args:?} wrote a run");
+    }
+}
+
+#[test]
+fn absurd_resample_counts_are_a_clear_error() {
+    let p = Project::empty();
+    let file = battles_file(
+        &p,
+        "b.jsonl",
+        &[serde_json::json!({"model_a": "x", "model_b": "y", "winner": "model_a"})],
+    );
+    for n in ["1000000000000", "18446744073709551615"] {
+        let out = p.run(&["rank", "--comparisons", &file, "--resamples", n]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("is above 1000000"), "{}", text(&out));
+    }
+}
