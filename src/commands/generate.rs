@@ -151,6 +151,8 @@ struct Invocation {
     hits: usize,
     requests: u64,
     spent_usd: f64,
+    /// Items answered now whose cost is unknown (unpriced model, or no usage in the reply).
+    uncosted: usize,
 }
 
 impl Invocation {
@@ -160,6 +162,7 @@ impl Invocation {
         self.requests += u64::from(r.attempts);
         if !r.from_cache {
             self.spent_usd += r.cost_usd.unwrap_or(0.0);
+            self.uncosted += usize::from(r.status == Status::Ok && r.cost_usd.is_none());
         }
     }
 }
@@ -213,7 +216,13 @@ fn finish(
         invocation.items,
         invocation.hits,
         invocation.requests,
-        format_usd(invocation.spent_usd)
+        match invocation.uncosted {
+            0 => format_usd(invocation.spent_usd),
+            n => format!(
+                "{} (+ {n} item(s) unpriced or without usage)",
+                format_usd(invocation.spent_usd)
+            ),
+        }
     );
     match stop_reason {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),

@@ -16,6 +16,8 @@ struct Row {
     input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
+    /// Ok records without a cost (no price, or the reply carried no usage).
+    uncosted: u64,
 }
 
 /// Per-model totals of a generation, accumulated one record at a time.
@@ -39,6 +41,7 @@ impl GenerationTally {
             row.output_tokens += u.output_tokens;
         }
         row.cost_usd += r.cost_usd.unwrap_or(0.0);
+        row.uncosted += u64::from(r.status == Status::Ok && r.cost_usd.is_none());
     }
 
     /// Records of `model` (ok + failed).
@@ -82,10 +85,11 @@ fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> St
             r.cached.to_string(),
             r.input_tokens.to_string(),
             r.output_tokens.to_string(),
-            if priced {
-                format_usd(r.cost_usd)
-            } else {
-                "unpriced".into()
+            match (priced, r.uncosted) {
+                (false, _) => "unpriced".into(),
+                (true, 0) => format_usd(r.cost_usd),
+                // Never shown as free: the replies without usage are counted apart.
+                (true, n) => format!("{} + {n} unknown", format_usd(r.cost_usd)),
             },
         ]);
     }
@@ -293,5 +297,20 @@ mod tests {
             "{s}"
         );
         assert!(lines[2].contains("  1  "), "{s}");
+    }
+
+    #[test]
+    fn a_priced_reply_without_usage_is_unknown_not_free() {
+        let records = [
+            record("a", Status::Ok, Some(0.5)),
+            record("a", Status::Ok, None),
+        ];
+        let mut tally = GenerationTally::default();
+        records.iter().for_each(|r| tally.add(r));
+        let s = tally.render(&[model("a", true)]);
+        assert!(
+            s.lines().nth(1).unwrap().ends_with("$0.5000 + 1 unknown"),
+            "{s}"
+        );
     }
 }
