@@ -78,6 +78,9 @@ struct Call {
     model_a: String,
     model_b: String,
     order: Order,
+    /// A retry of a recorded failure (`--retry-failed`): asks the judge again even when its
+    /// earlier reply is cached (an unparsable verdict comes from a cached, well-formed reply).
+    retry: bool,
 }
 
 struct Ctx {
@@ -349,17 +352,19 @@ fn pending_calls(
                     }
                     for order in [Order::Ab, Order::Ba] {
                         let (first, second) = order.arrange((a.id.as_str(), b.id.as_str()));
-                        match done.get(&(task.id.as_str(), judge.id(), first, second)) {
+                        let retry = match done.get(&(task.id.as_str(), judge.id(), first, second)) {
                             Some(false) => continue,
                             Some(true) if !retry_failed => continue,
-                            _ => {}
-                        }
+                            Some(true) => true,
+                            None => false,
+                        };
                         calls.push(Call {
                             judge: ji,
                             task: ti,
                             model_a: a.id.clone(),
                             model_b: b.id.clone(),
                             order,
+                            retry,
                         });
                     }
                 }
@@ -465,7 +470,8 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
     let http = &ctx.http[&judge.provider];
     let wire = to_wire(http.config().kind, &request);
     for attempt in 1..=2 {
-        let result = cached_call(&ctx.cache, http, &wire, attempt, ctx.refresh, &ctx.stop).await?;
+        let refresh = ctx.refresh || call.retry;
+        let result = cached_call(&ctx.cache, http, &wire, attempt, refresh, &ctx.stop).await?;
         record.attempts = attempt;
         record.cache_key = Some(result.cache_key);
         record.from_cache = result.from_cache;

@@ -409,6 +409,34 @@ fn interrupted_compare_resumes_and_retry_failed_asks_again() {
 }
 
 #[test]
+fn retry_failed_asks_again_after_an_unparsable_verdict() {
+    // The judge answers without a verdict until its sixth request, then properly.
+    let server = FakeServer::start(|req, n| {
+        if n < 6 {
+            reply("I cannot decide.")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let asked = server.count();
+    assert!(asked >= 6, "{asked}");
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        server.count() > asked,
+        "the cached unparsable replies were asked again"
+    );
+    assert!(
+        p.jsonl("runs/r/judgments.jsonl")
+            .iter()
+            .all(|j| j["verdict"] != "failed")
+    );
+}
+
+#[test]
 fn a_judge_reply_cut_by_the_token_cap_says_so() {
     let server = FakeServer::start(|_, _| {
         Reply::Http(
