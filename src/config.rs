@@ -351,6 +351,18 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
     }
     let models = resolve_models("models", raw.models, &providers, &err)?;
     let judges = resolve_models("judges", raw.judges, &providers, &err)?;
+    if let Some(i) = judges
+        .iter()
+        .position(|j| j.id == crate::judging::EXEC_JUDGE)
+    {
+        return Err(err(
+            &format!("judges[{i}].id"),
+            format!(
+                "`{}` is the built-in execution judge's id; give this judge another id",
+                crate::judging::EXEC_JUDGE
+            ),
+        ));
+    }
     if run.temperature > 1.0
         && let Some(m) = models
             .iter()

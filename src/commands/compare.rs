@@ -486,17 +486,23 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
                     record.usage = Some(usage);
                     record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
                 }
+                let cut = reply.finish_reason.as_deref() == Some("length");
                 match parse_verdict(&reply.text) {
-                    Ok(v) => {
+                    Ok(v) if !cut => {
                         record.verdict = JudgmentVerdict::Parsed(v);
                         record.error = None;
                         record.raw = Some(reply.text);
                         return Some(record);
                     }
-                    Err(e) => {
-                        let mut message = e.to_string();
-                        if reply.finish_reason.as_deref() == Some("length") {
-                            message.push_str(" (the reply was cut off by judge_max_tokens; raise it under [run])");
+                    parsed => {
+                        // A verdict line in a reply cut off by the token cap is not trusted:
+                        // the judge had not finished.
+                        let mut message = match parsed {
+                            Ok(_) => "the reply ends in a verdict line but was cut off".to_string(),
+                            Err(e) => e.to_string(),
+                        };
+                        if cut {
+                            message.push_str(" (the reply was cut off by judge_max_tokens; raise [run] judge_max_tokens and judge into a new run)");
                         }
                         record.raw = Some(reply.text);
                         record.error = Some(RecordedError {

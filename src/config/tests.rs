@@ -178,3 +178,18 @@ fn temperature_above_one_is_refused_with_an_anthropic_model() {
     let openai_only = GOOD.replace("temperature = 0.0", "temperature = 1.5");
     assert!(parse(&openai_only).is_ok(), "OpenAI accepts up to 2.0");
 }
+
+#[test]
+fn a_judge_named_like_the_execution_judge_is_refused() {
+    let text = format!(
+        "{GOOD}\n[[judges]]\nid = \"exec\"\nprovider = \"oa\"\nmodel = \"m\"\nfamily = \"x\"\n"
+    );
+    let e = error_of(&text);
+    assert!(e.contains("judges[0].id") && e.contains("built-in"), "{e}");
+}
+
+#[test]
+fn unknown_provider_kind_lists_every_kind() {
+    let e = error_of(&GOOD.replace("kind = \"openai\"", "kind = \"gemeni\""));
+    assert!(e.contains("openai, anthropic, gemini, files"), "{e}");
+}

@@ -460,6 +460,25 @@ fn a_judge_reply_cut_by_the_token_cap_says_so() {
 }
 
 #[test]
+fn a_cut_off_reply_ending_in_a_verdict_line_is_not_trusted() {
+    let server = FakeServer::start(|_, _| {
+        Reply::Http(
+            200,
+            vec![],
+            crate::common::completion("Answer 1 is\n\nVERDICT: 1", "length"),
+        )
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let judgments = p.jsonl("runs/r/judgments.jsonl");
+    assert!(
+        judgments.iter().all(|j| j["verdict"] == "failed"),
+        "{judgments:?}"
+    );
+}
+
+#[test]
 fn changing_the_judge_token_cap_of_a_judged_run_is_refused() {
     let server = FakeServer::start(marker_judge);
     let p = project(&server.url, "judge-labs");
