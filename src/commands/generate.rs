@@ -65,7 +65,9 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     };
     let mut manifest = if run_dir.exists() {
         let old = read_manifest(&run_dir)?;
-        if let Some(conflict) = resume_conflict(&old, &suite_info, &config.run, &models) {
+        let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
+        if let Some(conflict) = resume_conflict(&old, &suite_info, &config.run, &models, &providers)
+        {
             return Err(JudgeError::usage(format!(
                 "cannot resume run `{run_name}`: {conflict}; start a new run (another --run name)"
             ))

@@ -70,6 +70,7 @@ pub fn resume_conflict(
     suite: &SuiteInfo,
     settings: &RunSettings,
     models: &[ModelConfig],
+    providers: &[&ProviderConfig],
 ) -> Option<String> {
     if old.suite != *suite {
         return Some(format!(
@@ -114,6 +115,30 @@ pub fn resume_conflict(
             return Some(format!(
                 "model `{}` was `{}` on provider `{}` in run `{}`, now `{}` on `{}`",
                 m.id, o.model, o.provider, old.run, m.model, m.provider
+            ));
+        }
+        // The same model name on another server (or API) can be another model.
+        let (Some(then), Some(now)) = (
+            old.providers.iter().find(|p| p.name == m.provider),
+            providers.iter().find(|p| p.name == m.provider),
+        ) else {
+            continue;
+        };
+        if then.kind != now.kind || then.base_url != now.base_url {
+            let place = |p: &ProviderConfig| {
+                format!(
+                    "{} at {}",
+                    p.kind.as_str(),
+                    p.base_url.as_deref().unwrap_or("its default address")
+                )
+            };
+            return Some(format!(
+                "provider `{}` of model `{}` was {} in run `{}`, now {}",
+                m.provider,
+                m.id,
+                place(then),
+                old.run,
+                place(now)
             ));
         }
     }

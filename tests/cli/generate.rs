@@ -480,6 +480,19 @@ fn resume_with_changed_settings_is_refused() {
 }
 
 #[test]
+fn resume_against_another_server_is_refused() {
+    let first = FakeServer::start(echo);
+    let second = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&first.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p.write("judge.toml", &config(&second.url, ""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains(&second.url), "{}", text(&out));
+    assert_eq!(second.count(), 0);
+}
+
+#[test]
 fn shipped_offline_default_generates_and_reruns() {
     let p = crate::common::Project::empty();
     std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
