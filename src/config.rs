@@ -388,9 +388,13 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
 
 fn syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
     let key = match e.span() {
+        // 1 + the line breaks before the span (`lines()` would miss the line a span starts).
         Some(span) => format!(
             "line {}",
-            text[..span.start.min(text.len())].lines().count().max(1)
+            1 + text.as_bytes()[..span.start.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
         ),
         None => "(file)".to_string(),
     };

@@ -193,3 +193,11 @@ fn unknown_provider_kind_lists_every_kind() {
     let e = error_of(&GOOD.replace("kind = \"openai\"", "kind = \"gemeni\""));
     assert!(e.contains("openai, anthropic, gemini, files"), "{e}");
 }
+
+#[test]
+fn toml_errors_name_the_line_of_the_key() {
+    let e = error_of("[run]\nsuite = \"mini\"\nbogus = 1\n");
+    assert!(e.contains("line 3") && e.contains("bogus"), "{e}");
+    let e = error_of("[run]\nsuite = \"mini\"\n\n[[models]]\n");
+    assert!(e.contains("line 4") && e.contains("id"), "{e}");
+}
