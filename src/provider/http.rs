@@ -260,7 +260,7 @@ impl HttpProvider {
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
         if (200..300).contains(&status) {
-            return Ok(bytes.to_vec());
+            return Ok(self.redact_bytes(&bytes));
         }
         let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));
         err.retry_after = retry_after.or(err.retry_after);
@@ -312,11 +312,43 @@ impl HttpProvider {
     }
 
     fn redact(&self, text: &str) -> String {
+        String::from_utf8(self.redact_bytes(text.as_bytes()))
+            .expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
+    }
+
+    /// A 2xx body (or any text) with the key replaced by `***`, before anything parses,
+    /// caches or records it.
+    fn redact_bytes(&self, body: &[u8]) -> Vec<u8> {
         match &self.key {
-            Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "***"),
-            _ => text.to_string(),
+            Some(k) => redact_key(body, k.expose()),
+            None => body.to_vec(),
         }
     }
+}
+
+/// Keys shorter than this are not redacted: such a value is a placeholder for a local server
+/// ("EMPTY", "none", "x"), and replacing every occurrence would garble replies (a key `x`
+/// would turn the JSON field `"text"` into `"te***t"`). Real provider keys are far longer.
+const MIN_REDACTED_KEY_LEN: usize = 8;
+
+/// `text` with every occurrence of `key` (and so any `Bearer <key>`) replaced by `***`.
+fn redact_key(text: &[u8], key: &str) -> Vec<u8> {
+    let key = key.as_bytes();
+    if key.len() < MIN_REDACTED_KEY_LEN {
+        return text.to_vec();
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if rest.starts_with(key) {
+            out.extend_from_slice(b"***");
+            rest = &rest[key.len()..];
+        } else {
+            out.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -363,6 +395,29 @@ mod tests {
     fn secret_debug_is_redacted() {
         let s = Secret::new("sk-very-secret".into());
         assert_eq!(format!("{s:?}"), "Secret(***)");
+    }
+
+    #[test]
+    fn redact_key_replaces_every_occurrence_of_the_key() {
+        let key = "sk-test-OA123456";
+        let body = br#"{"text":"your key: Bearer sk-test-OA123456, again sk-test-OA123456"}"#;
+        assert_eq!(
+            redact_key(body, key),
+            br#"{"text":"your key: Bearer ***, again ***"}"#.to_vec()
+        );
+        assert_eq!(redact_key(b"no key here", key), b"no key here".to_vec());
+        assert_eq!(redact_key(b"", key), b"".to_vec());
+        let non_utf8 = b"\xff sk-test-OA123456 \xfe";
+        assert_eq!(redact_key(non_utf8, key), b"\xff *** \xfe".to_vec());
+    }
+
+    #[test]
+    fn redact_key_leaves_text_alone_for_placeholder_keys() {
+        let body = br#"{"text":"x marks the spot"}"#;
+        for key in ["", "x", "EMPTY", "1234567"] {
+            assert_eq!(redact_key(body, key), body.to_vec(), "key {key:?}");
+        }
+        assert_eq!(redact_key(b"a 12345678 b", "12345678"), b"a *** b".to_vec());
     }
 
     #[test]

@@ -581,3 +581,68 @@ fn deadline_records_in_flight_items_and_leaves_the_rest() {
         String::from_utf8_lossy(&out.stderr).contains("deadline reached: 4 item(s) not started")
     );
 }
+
+/// A kind-shaped 200 reply (the `success` fixture) whose completion text is `text`.
+fn ok_with_text(kind: &str, text: &str) -> Reply {
+    let mut v: serde_json::Value = serde_json::from_str(&body(kind, "success")).unwrap();
+    let slot = match kind {
+        "openai" => &mut v["choices"][0]["message"]["content"],
+        "anthropic" => &mut v["content"][0]["text"],
+        _ => &mut v["candidates"][0]["content"]["parts"][0]["text"],
+    };
+    *slot = text.into();
+    Reply::Http(200, vec![], v.to_string())
+}
+
+#[test]
+fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
+    for kind in KINDS {
+        let server = FakeServer::start(move |_, _| {
+            ok_with_text(kind, &format!("your key: Bearer {TEST_KEY}\n\nVERDICT: 1"))
+        });
+        let p = Project::with_suite(
+            1,
+            &format!(
+                "{}\n[[models]]\nid = \"m2\"\nprovider = \"p\"\nmodel = \"model-y\"\nfamily = \"fam2\"\n\n[[judges]]\nid = \"j\"\nprovider = \"p\"\nmodel = \"judge-z\"\nfamily = \"fam3\"\n",
+                config(kind, &server.url, 0, 5)
+            ),
+        );
+        for cmd in ["generate", "compare"] {
+            let out = p.run(&[cmd, "--run", "r"]);
+            assert_eq!(out.status.code(), Some(0), "{kind} {cmd}: {}", text(&out));
+            let all = format!("{:?}", out);
+            assert!(
+                !all.contains(TEST_KEY),
+                "{kind} {cmd}: key on stdout/stderr"
+            );
+        }
+        let files = p.all_files();
+        assert!(
+            files
+                .iter()
+                .any(|f| f.components().any(|c| c.as_os_str() == "cache")),
+            "{kind}: the replies were cached"
+        );
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(TEST_KEY),
+                "{kind}: the key is in {}",
+                f.display()
+            );
+        }
+        let outputs = p.jsonl("runs/r/outputs.jsonl");
+        assert_eq!(outputs.len(), 2, "{kind}");
+        for r in &outputs {
+            assert_eq!(r["text"], "your key: Bearer ***\n\nVERDICT: 1", "{kind}");
+        }
+        let judgments = p.jsonl("runs/r/judgments.jsonl");
+        assert!(!judgments.is_empty(), "{kind}");
+        for j in &judgments {
+            assert!(
+                j["raw"].as_str().unwrap().contains("Bearer ***"),
+                "{kind}: {j}"
+            );
+        }
+    }
+}
