@@ -74,7 +74,28 @@ struct OwnedRow<'a> {
     #[serde(borrow)]
     winner: Cow<'a, str>,
     #[serde(borrow, default)]
-    question_id: Option<Cow<'a, str>>,
+    question_id: Option<QuestionId<'a>>,
+}
+
+/// A `question_id` as a string or a whole number (some battle datasets number their
+/// questions); a number stands for its decimal text.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum QuestionId<'a> {
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+    Signed(i64),
+    Unsigned(u64),
+}
+
+impl QuestionId<'_> {
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            QuestionId::Text(t) => Cow::Borrowed(t.as_ref()),
+            QuestionId::Signed(n) => Cow::Owned(n.to_string()),
+            QuestionId::Unsigned(n) => Cow::Owned(n.to_string()),
+        }
+    }
 }
 
 /// One parsed block: rows with block-local model and task ids, and the local name tables.
@@ -166,6 +187,10 @@ fn send_blocks(
         };
         carry.extend_from_slice(&block[cut..]);
         block.truncate(cut);
+        // A byte order mark (some editors and spreadsheet exports write one) is not data.
+        if index == 0 && block.starts_with(b"\xEF\xBB\xBF") {
+            block.drain(..3);
+        }
         if !block.is_empty() && !send(index, block) {
             return Ok(());
         }
@@ -280,6 +305,7 @@ impl<'a> Scanner<'a> {
                 .position(|k| k.as_bytes() == key)
             {
                 Some(k) if found[k].is_some() => return None,
+                Some(3) if self.peek()? != b'"' => found[3] = Some(self.integer()?),
                 Some(k) => found[k] = Some(self.plain_string()?),
                 None => self.skip_value()?,
             }
@@ -320,6 +346,20 @@ impl<'a> Scanner<'a> {
                 _ => {}
             }
         }
+    }
+    /// A whole number in plain decimal (an optional minus, digits): its bytes. Anything
+    /// else (a fraction, an exponent) is left to serde_json, which refuses it.
+    fn integer(&mut self) -> Option<&'a [u8]> {
+        let start = self.i;
+        if self.peek()? == b'-' {
+            self.i += 1;
+        }
+        let digits = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        let end_ok = !matches!(self.peek(), Some(b'.' | b'e' | b'E'));
+        (self.i > digits && end_ok).then(|| &self.s[start..self.i])
     }
     /// Skips any string (escapes allowed), nested object or array, or scalar token.
     fn skip_value(&mut self) -> Option<()> {
@@ -489,8 +529,8 @@ fn add_owned(
     )?;
     let a = intern_owned(models, &mut chunk.models, &r.model_a);
     let b = intern_owned(models, &mut chunk.models, &r.model_b);
-    let task = match r.question_id.as_deref() {
-        Some(q) if unit == BootstrapUnit::Task => intern_owned(tasks, &mut chunk.tasks, q),
+    let task = match r.question_id.as_ref().map(QuestionId::text) {
+        Some(q) if unit == BootstrapUnit::Task => intern_owned(tasks, &mut chunk.tasks, &q),
         _ => u32::MAX,
     };
     chunk.rows.push(Row {

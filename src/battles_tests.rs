@@ -166,3 +166,27 @@ fn a_line_longer_than_a_block_is_read_whole() {
     let e = parse(&text, BootstrapUnit::Comparison).expect_err("bad last line");
     assert!(e.to_string().starts_with("line 7:"), "{e}");
 }
+
+#[test]
+fn whole_number_question_ids_name_tasks_on_both_paths() {
+    // The second row has an escape, so serde_json reads it instead of the scanner.
+    let text = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\",\"question_id\":81}\n\
+                {\"model_a\":\"\\u0079\",\"model_b\":\"x\",\"winner\":\"tie\",\"question_id\":81}\n\
+                {\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_b\",\"question_id\":\"82\"}\n";
+    let (_, rows) = parse(text, BootstrapUnit::Task).expect("valid");
+    let tasks: Vec<u32> = rows.iter().map(|r| r.task).collect();
+    assert_eq!(tasks, [0, 0, 1], "81 on both paths is one task");
+    for bad in ["1.5", "1e3", "true"] {
+        let line = format!(
+            "{{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":{bad}}}\n"
+        );
+        assert!(parse(&line, BootstrapUnit::Task).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_byte_order_mark_at_the_start_is_skipped() {
+    let text = "\u{feff}{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n";
+    let (models, rows) = parse(text, BootstrapUnit::Comparison).expect("valid");
+    assert_eq!((models.len(), rows.len()), (2, 1));
+}
