@@ -318,7 +318,7 @@ impl HttpProvider {
 
     /// A 2xx body (or any text) with the key replaced by `***`, before anything parses,
     /// caches or records it.
-    fn redact_bytes(&self, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn redact_bytes(&self, body: &[u8]) -> Vec<u8> {
         match &self.key {
             Some(k) => redact_key(body, k.expose()),
             None => body.to_vec(),

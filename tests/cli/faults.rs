@@ -644,5 +644,21 @@ fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
                 "{kind}: {j}"
             );
         }
+        // A cache entry written before replies were redacted still holds the key: a cache
+        // hit must not bring it back into a run.
+        for f in files
+            .iter()
+            .filter(|f| f.components().any(|c| c.as_os_str() == "cache"))
+        {
+            let text = std::fs::read_to_string(f).unwrap();
+            std::fs::write(f, text.replace("Bearer ***", &format!("Bearer {TEST_KEY}"))).unwrap();
+        }
+        std::fs::remove_dir_all(p.path().join("runs")).unwrap();
+        let out = p.run(&["generate", "--run", "r2"]);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", text(&out));
+        assert!(
+            !p.read("runs/r2/outputs.jsonl").contains(TEST_KEY),
+            "{kind}: a cache hit replayed the key"
+        );
     }
 }
