@@ -58,9 +58,12 @@ pub enum StatsError {
         /// The number of attempts.
         total: u64,
     },
-    /// Newton's method did not reach the tolerance (should not happen: the objective is
-    /// strictly convex and smooth).
-    #[error("the Bradley-Terry fit did not converge after {iterations} iterations")]
+    /// Newton's method did not reach the tolerance. The objective is strictly convex and
+    /// smooth, but with a prior near 0 the common level of the strengths is pinned only by
+    /// the prior, and the Hessian becomes numerically singular.
+    #[error(
+        "the Bradley-Terry fit did not converge after {iterations} iterations (with a very small --prior the ratings' common level is nearly unpinned; use a larger one, e.g. the default 0.1)"
+    )]
     NotConverged {
         /// Iterations performed.
         iterations: usize,

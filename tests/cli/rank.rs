@@ -334,3 +334,24 @@ fn absurd_resample_counts_are_a_clear_error() {
         assert!(text(&out).contains("is above 1000000"), "{}", text(&out));
     }
 }
+
+#[test]
+fn a_fit_that_fails_at_a_tiny_prior_says_what_to_do() {
+    let p = Project::empty();
+    let row =
+        |a: &str, b: &str, w: &str| serde_json::json!({"model_a": a, "model_b": b, "winner": w});
+    let file = battles_file(
+        &p,
+        "b.jsonl",
+        &[
+            row("x", "y", "model_a"),
+            row("y", "x", "model_a"),
+            row("x", "z", "model_a"),
+            row("z", "x", "model_a"),
+            row("y", "z", "tie"),
+        ],
+    );
+    let out = p.run(&["rank", "--comparisons", &file, "--prior=1e-16"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("use a larger one"), "{}", text(&out));
+}
