@@ -354,8 +354,8 @@ pub struct LabelSampleArgs {
     /// The run whose comparisons to sample.
     #[arg(long, value_name = "NAME")]
     pub run: String,
-    /// How many items to draw.
-    #[arg(long, value_name = "N")]
+    /// How many items to draw (at least 1).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub n: usize,
     /// Sampling seed (default: the run's seed).
     #[arg(long, value_name = "N")]
@@ -420,4 +420,13 @@ pub struct LabelScoreArgs {
     /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// A count of at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }

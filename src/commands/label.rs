@@ -303,8 +303,14 @@ impl Keys {
             match self.stdin.read_line(&mut line) {
                 Ok(0) | Err(_) => return None,
                 Ok(_) => {
-                    if let Some(c) = line.trim().chars().next() {
-                        return Some(c);
+                    let mut keys = line.trim().chars();
+                    match (keys.next(), keys.next()) {
+                        (Some(c), None) => return Some(c),
+                        (Some(_), Some(_)) => {
+                            // "12" is not a choice: nothing is recorded, the item is asked again.
+                            eprintln!("one key per line: `{}` has several", line.trim());
+                        }
+                        (None, _) => {}
                     }
                 }
             }

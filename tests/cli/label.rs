@@ -522,3 +522,23 @@ fn import_refuses_a_sheet_of_a_replaced_sample() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+#[test]
+fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "r", "--n", "4"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = session(&p, "bob", "12\n1x\nq\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("one key per line"), "{}", text(&out));
+    let labels =
+        std::fs::read_to_string(p.path().join("runs/r/labels/bob.jsonl")).unwrap_or_default();
+    assert!(labels.trim().is_empty(), "{labels}");
+}
