@@ -68,7 +68,15 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             let (input, run_dir, prompt) = from_run(cli, run, args)?;
             (input, Some(run_dir), prompt)
         }
-        (None, Some(file)) => (from_file(file, args)?, None, None),
+        (None, Some(file)) => {
+            if args.judge.is_some() || args.from_labels {
+                return Err(JudgeError::usage(
+                    "--judge and --from-labels need --run (a comparisons file has one set of battles)",
+                )
+                .into());
+            }
+            (from_file(file, args)?, None, None)
+        }
         _ => {
             return Err(
                 JudgeError::usage("give exactly one of --run NAME or --comparisons FILE").into(),

@@ -58,11 +58,31 @@ pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Where `path` leads after following symbolic links (up to 40, as the kernel does), even
+/// when the last target does not exist yet.
+fn link_target(path: &std::path::Path) -> std::path::PathBuf {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&at) {
+            Ok(next) if next.is_absolute() => at = next,
+            Ok(next) => {
+                at = at
+                    .parent()
+                    .unwrap_or_else(|| std::path::Path::new("."))
+                    .join(next);
+            }
+            Err(_) => break,
+        }
+    }
+    at
+}
+
 /// See [`write_stdout_or_file`].
 fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    // A path that does not exist yet (or whose link dangles) is created as named.
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // A path that does not exist yet is created as named; a dangling link gets its target
+    // created (the link stays).
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| link_target(path));
     match std::fs::metadata(&target) {
         Ok(meta) if !meta.is_file() && !meta.is_dir() => {
             let mut out = std::fs::OpenOptions::new().write(true).open(&target)?;

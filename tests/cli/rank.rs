@@ -298,6 +298,23 @@ fn output_into_a_fifo_or_through_a_symlink_keeps_it() {
     let link = std::fs::symlink_metadata(p.path().join("link.txt")).expect("link");
     assert!(link.file_type().is_symlink(), "the link stays a link");
     assert_eq!(p.read("real.txt").into_bytes(), expected);
+
+    // A dangling link: its target is created, the link stays.
+    std::os::unix::fs::symlink("later.txt", p.path().join("dangling.txt")).expect("symlink");
+    let out = p.run(&["rank", "--comparisons", &file, "--output", "dangling.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let link = std::fs::symlink_metadata(p.path().join("dangling.txt")).expect("link");
+    assert!(
+        link.file_type().is_symlink(),
+        "the dangling link stays a link"
+    );
+    assert_eq!(p.read("later.txt").into_bytes(), expected);
+
+    // Run-only flags with a comparisons file are refused, not ignored.
+    for flag in [&["--judge", "j"][..], &["--from-labels"]] {
+        let out = p.run(&[&["rank", "--comparisons", &file][..], flag].concat());
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {}", text(&out));
+    }
 }
 
 #[test]
