@@ -208,14 +208,10 @@ impl From<UnitArg> for crate::stats::BootstrapUnit {
 
 /// `judge rank`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["run", "comparisons"])))]
 pub struct RankArgs {
     /// Rank the comparisons of this run (runs/<run>/comparisons.jsonl).
-    #[arg(
-        long,
-        value_name = "NAME",
-        conflicts_with = "comparisons",
-        required_unless_present = "comparisons"
-    )]
+    #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
     /// Rank battles from a JSON Lines file in the Chatbot Arena convention: {"model_a",
