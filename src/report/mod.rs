@@ -43,7 +43,7 @@ pub fn fmt_float(x: f64, decimals: usize) -> String {
 
 /// A Markdown table (pipes in cells escaped).
 pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = |s: &str| printable(s).replace('|', "\\|");
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
         "|{}|\n",
@@ -56,6 +56,25 @@ pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
         ));
     }
     out
+}
+
+/// `s` with control characters (newlines, terminal escapes) written as Rust escapes, so a
+/// name from an input file can neither break a table row nor drive the terminal.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .flat_map(|c| {
+                let escaped = c.is_control().then(|| c.escape_default());
+                escaped
+                    .into_iter()
+                    .flatten()
+                    .chain((!c.is_control()).then_some(c))
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        s.into()
+    }
 }
 
 /// Where `path` leads after following symbolic links (up to 40, as the kernel does), even

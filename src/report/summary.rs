@@ -174,7 +174,7 @@ pub fn render_table_aligned(rows: &[Vec<String>], left: usize) -> String {
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
+                .map(|s| crate::report::printable(s).chars().count())
                 .max()
                 .unwrap_or(0)
         })
@@ -185,6 +185,7 @@ pub fn render_table_aligned(rows: &[Vec<String>], left: usize) -> String {
             .iter()
             .enumerate()
             .map(|(c, s)| {
+                let s = crate::report::printable(s);
                 if c < left {
                     format!("{s:<w$}", w = widths[c])
                 } else {
@@ -297,6 +298,20 @@ mod tests {
             "{s}"
         );
         assert!(lines[2].contains("  1  "), "{s}");
+    }
+
+    #[test]
+    fn control_characters_in_cells_are_escaped() {
+        let rows = vec![
+            vec!["model".to_string(), "n".to_string()],
+            vec!["evil\u{1b}[2Jname\nnext".to_string(), "1".to_string()],
+        ];
+        let s = render_table(&rows);
+        assert_eq!(s.lines().count(), 2, "{s}");
+        assert!(
+            !s.contains('\u{1b}') && s.contains("evil\\u{1b}[2Jname\\nnext"),
+            "{s}"
+        );
     }
 
     #[test]
