@@ -163,6 +163,19 @@ pub fn rank(
             )
         })
         .collect();
+    for s in standings.iter().filter(|s| s.games > 0) {
+        if s.rating_ci_low == s.rating_ci_high {
+            warnings.push(format!(
+                "model `{}`: every resample gave the same rating, so its interval has zero width: too few resamples or distinct comparisons to measure the uncertainty",
+                s.model
+            ));
+        } else if !(s.rating_ci_low..=s.rating_ci_high).contains(&s.rating) {
+            warnings.push(format!(
+                "model `{}`: the rating lies outside its bootstrap interval; with so few resamples or comparisons the interval is not to be trusted",
+                s.model
+            ));
+        }
+    }
     standings.sort_by(|x, y| {
         x.rank
             .cmp(&y.rank)
@@ -486,6 +499,31 @@ mod tests {
             rank(&two, &only_bad, params(), &[]),
             Err(RankError::NoRatedComparisons)
         ));
+    }
+
+    #[test]
+    fn a_single_comparison_warns_that_its_intervals_measure_nothing() {
+        let models: Vec<String> = vec!["a".into(), "b".into()];
+        let f = rank(&models, &[row(0, 1, Outcome::AWins, 0)], params(), &[]).expect("ranks");
+        assert_eq!(
+            f.warnings
+                .iter()
+                .filter(|w| w.contains("zero width"))
+                .count(),
+            2,
+            "{:?}",
+            f.warnings
+        );
+        // Enough varied data: no such warning.
+        let rows: Vec<Row> = (0..40)
+            .map(|i| match i % 3 {
+                0 => row(0, 1, Outcome::AWins, i),
+                1 => row(0, 1, Outcome::BWins, i),
+                _ => row(1, 0, Outcome::Tie, i),
+            })
+            .collect();
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     }
 
     #[test]
