@@ -404,10 +404,14 @@ pub struct LabelScoreArgs {
     /// The run whose labels to score.
     #[arg(long, value_name = "NAME")]
     pub run: String,
-    /// Bootstrap resamples for the kappa interval.
+    /// Bootstrap resamples for the kappa interval (at least 1000 unless
+    /// --allow-few-resamples).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub resamples: usize,
-    /// Bootstrap seed (default 0).
+    /// Allow fewer than 1000 resamples (for a quick look).
+    #[arg(long)]
+    pub allow_few_resamples: bool,
+    /// Bootstrap seed (default: the run's seed).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Report format on stdout.

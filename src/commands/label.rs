@@ -55,6 +55,8 @@ pub fn run(cli: &Cli, args: &LabelArgs) -> anyhow::Result<Outcome> {
 /// A run opened for labelling: its sample and everything needed to show items.
 struct Labelling {
     run_dir: RunDir,
+    /// The run's `[run] seed` (the default of `label score --seed`).
+    seed: u64,
     suite: Suite,
     outputs: BTreeMap<(String, String), OutputRecord>,
     sample: Vec<SampleItem>,
@@ -62,7 +64,7 @@ struct Labelling {
 
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
-    let (run_dir, _manifest, suite, outputs) = load_run(&config, run)?;
+    let (run_dir, manifest, suite, outputs) = load_run(&config, run)?;
     let sample: Vec<SampleItem> = read_jsonl_repairing(&run_dir.file(SAMPLE_FILE))?;
     if sample.is_empty() {
         return Err(JudgeError::usage(format!(
@@ -76,6 +78,7 @@ fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
         .collect();
     Ok(Labelling {
         run_dir,
+        seed: manifest.seed,
         suite,
         outputs,
         sample,
@@ -675,6 +678,7 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
 
 /// `judge label score`.
 fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
+    crate::commands::rank::check_fit_args(args.resamples, args.allow_few_resamples, 1.0)?;
     let l = open(cli, &args.run)?;
     let comparisons: Vec<ComparisonRecord> =
         read_jsonl_repairing(&l.run_dir.file(COMPARISONS_FILE))?;
@@ -706,7 +710,7 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
         .iter()
         .map(|(who, recs)| (who.clone(), effective_labels(recs)))
         .collect();
-    let seed = args.seed.unwrap_or(0);
+    let seed = args.seed.unwrap_or(l.seed);
     let scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
     write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
     write_stdout_or_file(&render_scores(&scores, args.format), args.output.as_deref())?;

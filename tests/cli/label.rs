@@ -175,6 +175,19 @@ fn sample_label_score_and_rank_end_to_end() {
     assert!(p.path().join("runs/r/labels/agreement.json").is_file());
     let table = p.run(&["label", "score", "--run", "r"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("Kappa corrects it"));
+    assert_eq!(score["seed"], 9, "the run's seed by default: {score}");
+    let few = p.run(&["label", "score", "--run", "r", "--resamples", "5"]);
+    assert_eq!(few.status.code(), Some(2), "{}", text(&few));
+    let few = p.run(&[
+        "label",
+        "score",
+        "--run",
+        "r",
+        "--resamples",
+        "5",
+        "--allow-few-resamples",
+    ]);
+    assert_eq!(few.status.code(), Some(0), "{}", text(&few));
 
     let out = p.run(&["rank", "--run", "r", "--from-labels"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
