@@ -112,7 +112,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         .map_err(|e| JudgeError::usage(format!("cannot rank {}: {e}", input.header.source)))?;
     let ranked = started.elapsed();
     for w in &fitted.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::report::printable(w));
     }
     let board = Leaderboard::new(input.header, fitted);
     if let Some(dir) = &run_dir {

@@ -216,8 +216,14 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
         Format::Md => {
             let (header, rows) = display_rows(lb);
             let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            // A Markdown leaderboard travels without its stderr: the warnings go with it.
+            let warnings: String = lb
+                .warnings
+                .iter()
+                .map(|w| format!("\n> **Warning:** {}\n", crate::report::printable(w)))
+                .collect();
             format!(
-                "{}\n\n{}\n{}\n",
+                "{}\n\n{}\n{}\n{warnings}",
                 lb.header_line(),
                 render_markdown(&header, &rows),
                 OVERLAP_NOTE

@@ -372,3 +372,20 @@ fn a_fit_that_fails_at_a_tiny_prior_says_what_to_do() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("use a larger one"), "{}", text(&out));
 }
+
+#[test]
+fn a_markdown_leaderboard_carries_its_warnings() {
+    let p = Project::empty();
+    let file = battles_file(
+        &p,
+        "b.jsonl",
+        &[serde_json::json!({"model_a": "x", "model_b": "y", "winner": "model_a"})],
+    );
+    let out = p.run(&["rank", "--comparisons", &file, "--format", "md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("> **Warning:** model `x`") && md.contains("zero width"),
+        "{md}"
+    );
+}
