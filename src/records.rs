@@ -50,6 +50,13 @@ pub struct OutputRecord {
     pub settings: GenerationSettings,
 }
 
+impl OutputRecord {
+    /// An answer whose cost is unknown: the model has no price, or the reply carried no usage.
+    pub fn cost_unknown(&self) -> bool {
+        self.status == Status::Ok && self.cost_usd.is_none()
+    }
+}
+
 /// The `verdict` field of a judgment: a parsed verdict, or `failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

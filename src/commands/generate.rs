@@ -164,7 +164,7 @@ impl Invocation {
         self.requests += u64::from(r.attempts);
         if !r.from_cache {
             self.spent_usd += r.cost_usd.unwrap_or(0.0);
-            self.uncosted += usize::from(r.status == Status::Ok && r.cost_usd.is_none());
+            self.uncosted += usize::from(r.cost_unknown());
         }
     }
 }

@@ -41,7 +41,7 @@ impl GenerationTally {
             row.output_tokens += u.output_tokens;
         }
         row.cost_usd += r.cost_usd.unwrap_or(0.0);
-        row.uncosted += u64::from(r.status == Status::Ok && r.cost_usd.is_none());
+        row.uncosted += u64::from(r.cost_unknown());
     }
 
     /// Records of `model` (ok + failed).

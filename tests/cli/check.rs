@@ -1,6 +1,6 @@
 //! `judge check` end to end, in the real bubblewrap sandbox, and the exec judge on its results.
 
-use crate::common::{Project, TEST_KEY, copy_tree, repo_root, text};
+use crate::common::{Project, TEST_KEY, copy_tree, files_config, repo_root, text};
 
 /// A temp copy of the shipped offline default with a generated run `offline`.
 fn offline_run() -> (Project, usize) {
@@ -132,10 +132,7 @@ fn shipped_suite_checks_separate_reference_from_plausible() {
 }
 
 fn one_task_project(answer: &str, check: &str) -> Project {
-    let p = Project::with_suite(
-        1,
-        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n\n[[models]]\nid = \"m\"\nprovider = \"answers\"\nmodel = \"set\"\nfamily = \"f\"\n",
-    );
+    let p = Project::with_suite(1, &files_config(&[("m", "set", "f")]));
     p.write("suites/demo/tasks/t01/check.py", check);
     p.write("suites/demo/answers/set/t01.md", answer);
     let out = p.run(&["generate", "--run", "r"]);
@@ -213,7 +210,7 @@ fn ctrl_c_to_the_process_group_during_run_stops_it_without_false_errors() {
     use std::os::unix::process::CommandExt;
     let p = Project::with_suite(
         6,
-        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n\n[[models]]\nid = \"slow\"\nprovider = \"answers\"\nmodel = \"slow\"\nfamily = \"f\"\n\n[[models]]\nid = \"wrong\"\nprovider = \"answers\"\nmodel = \"wrong\"\nfamily = \"g\"\n",
+        &files_config(&[("slow", "slow", "f"), ("wrong", "wrong", "g")]),
     );
     for i in 1..=6 {
         p.write(

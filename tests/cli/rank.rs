@@ -1,11 +1,22 @@
 //! `judge rank` and `judge run` end to end: reference fixtures through the CLI, determinism,
 //! input validation, and the offline pipeline.
 
-use crate::common::{Project, copy_tree, repo_root, text};
+use crate::common::{Project, copy_tree, files_config, repo_root, text};
 
 fn fixture(name: &str) -> serde_json::Value {
     let path = repo_root().join("tests/fixtures/stats").join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A project with a battles file `b.jsonl` of a single battle: x beats y.
+fn one_battle() -> (Project, String) {
+    let p = Project::empty();
+    let file = battles_file(
+        &p,
+        "b.jsonl",
+        &[serde_json::json!({"model_a": "x", "model_b": "y", "winner": "model_a"})],
+    );
+    (p, file)
 }
 
 fn battles_file(p: &Project, name: &str, rows: &[serde_json::Value]) -> String {
@@ -319,10 +330,7 @@ fn output_into_a_fifo_or_through_a_symlink_keeps_it() {
 
 #[test]
 fn run_refuses_bad_rank_settings_before_generating_anything() {
-    let p = Project::with_suite(
-        1,
-        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n\n[[models]]\nid = \"a\"\nprovider = \"answers\"\nmodel = \"a\"\nfamily = \"f\"\n\n[[models]]\nid = \"b\"\nprovider = \"answers\"\nmodel = \"b\"\nfamily = \"g\"\n",
-    );
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
     for args in [
         &["run", "--run", "r", "--resamples", "10"][..],
         &["run", "--run", "r", "--prior=0"],
@@ -339,12 +347,7 @@ fn run_refuses_bad_rank_settings_before_generating_anything() {
 
 #[test]
 fn absurd_resample_counts_are_a_clear_error() {
-    let p = Project::empty();
-    let file = battles_file(
-        &p,
-        "b.jsonl",
-        &[serde_json::json!({"model_a": "x", "model_b": "y", "winner": "model_a"})],
-    );
+    let (p, file) = one_battle();
     for n in ["1000000000000", "18446744073709551615"] {
         let out = p.run(&["rank", "--comparisons", &file, "--resamples", n]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -375,12 +378,7 @@ fn a_fit_that_fails_at_a_tiny_prior_says_what_to_do() {
 
 #[test]
 fn a_markdown_leaderboard_carries_its_warnings() {
-    let p = Project::empty();
-    let file = battles_file(
-        &p,
-        "b.jsonl",
-        &[serde_json::json!({"model_a": "x", "model_b": "y", "winner": "model_a"})],
-    );
+    let (p, file) = one_battle();
     let out = p.run(&["rank", "--comparisons", &file, "--format", "md"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let md = String::from_utf8_lossy(&out.stdout);

@@ -343,3 +343,16 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A `judge.toml` for suite `demo` whose models replay answer sets through a `files` provider
+/// `answers`: one `(id, answer set, family)` per model.
+pub fn files_config(models: &[(&str, &str, &str)]) -> String {
+    let mut config =
+        "[run]\nsuite = \"demo\"\n\n[providers.answers]\nkind = \"files\"\n".to_string();
+    for (id, set, family) in models {
+        config.push_str(&format!(
+            "\n[[models]]\nid = \"{id}\"\nprovider = \"answers\"\nmodel = \"{set}\"\nfamily = \"{family}\"\n"
+        ));
+    }
+    config
+}
