@@ -678,7 +678,7 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
 
 /// `judge label score`.
 fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
-    crate::commands::rank::check_fit_args(args.resamples, args.allow_few_resamples, 1.0)?;
+    crate::commands::rank::check_resamples(args.resamples, args.allow_few_resamples)?;
     let l = open(cli, &args.run)?;
     let comparisons: Vec<ComparisonRecord> =
         read_jsonl_repairing(&l.run_dir.file(COMPARISONS_FILE))?;

@@ -33,6 +33,18 @@ pub const MAX_RESAMPLES: usize = 1_000_000;
 /// Refuses bootstrap and prior settings `judge rank` cannot honour (also checked by
 /// `judge run` before it generates anything).
 pub fn check_fit_args(resamples: usize, allow_few: bool, prior: f64) -> Result<(), JudgeError> {
+    check_resamples(resamples, allow_few)?;
+    if !(prior.is_finite() && prior > 0.0) {
+        return Err(JudgeError::usage(format!(
+            "--prior {prior} must be a number greater than 0"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a number of bootstrap resamples outside [`MIN_RESAMPLES`] (unless `allow_few`) ..=
+/// [`MAX_RESAMPLES`] (also for `judge label score`).
+pub fn check_resamples(resamples: usize, allow_few: bool) -> Result<(), JudgeError> {
     if resamples < MIN_RESAMPLES && !allow_few {
         return Err(JudgeError::usage(format!(
             "--resamples {resamples} is below {MIN_RESAMPLES}; percentile intervals need at least {MIN_RESAMPLES} (pass --allow-few-resamples for a quick look)"
@@ -41,11 +53,6 @@ pub fn check_fit_args(resamples: usize, allow_few: bool, prior: f64) -> Result<(
     if resamples > MAX_RESAMPLES {
         return Err(JudgeError::usage(format!(
             "--resamples {resamples} is above {MAX_RESAMPLES}; the bootstrap holds every resample in memory, and beyond a few thousand the intervals no longer change"
-        )));
-    }
-    if !(prior.is_finite() && prior > 0.0) {
-        return Err(JudgeError::usage(format!(
-            "--prior {prior} must be a number greater than 0"
         )));
     }
     Ok(())
