@@ -8,7 +8,8 @@
 //! [`super::refit`]). Resample `r` draws from its
 //! own generator (`resample_rng(seed, r)`: xoshiro256++ seeded from ChaCha8 stream `r`), so
 //! the result is the same for every thread count and batch layout. Memory is
-//! O(cells + resamples × models), independent of the number of rows.
+//! O(cells + models × resamples/20), independent of the number of rows: of each model's
+//! resampled values only the two 2.5% tails are kept ([`IntervalTails`]).
 
 use std::sync::Mutex;
 
@@ -20,7 +21,7 @@ use super::bradley_terry::{
     BtFit, LinearisedStart, Newton, check_prior, checked_start, rating_from_theta,
 };
 use super::counts::PairData;
-use super::interval::{Interval, percentile_interval};
+use super::interval::{Interval, IntervalTails};
 use super::refit::{LaneData, LaneRefit, REFIT_LANES};
 use super::task_sums::LANES;
 
@@ -89,8 +90,10 @@ pub fn bootstrap(
     }
     let p = input.n_models();
     let start = checked_start(&full_fit.theta, p)?;
-    let mut theta = vec![0.0; resamples * p];
-    let mut win = vec![0.0; resamples * p];
+    let mut tails = Tails {
+        theta: vec![IntervalTails::new(resamples); p],
+        win: vec![IntervalTails::new(resamples); p],
+    };
     if p > 0 {
         let pairs = &input.active.models;
         let full = PairData::from_counts(input.counts(), &input.active);
@@ -109,27 +112,17 @@ pub fn bootstrap(
         run_parallel(
             &job,
             threads.clamp(1, resamples.div_ceil(CHUNK)),
-            &mut theta,
-            &mut win,
+            resamples,
+            &mut tails,
         )?;
     }
-    // Two independent sets of selections (about 5 µs per model and 1000 resamples): the win
-    // rates' on a second thread.
-    let (theta_ci, win_ci) = if threads > 1 && p > 1 {
-        std::thread::scope(|scope| {
-            let win_ci = scope.spawn(|| column_intervals(&win, p, resamples));
-            let theta_ci = column_intervals(&theta, p, resamples);
-            (
-                theta_ci,
-                win_ci.join().expect("an interval thread panicked"),
-            )
-        })
-    } else {
-        (
-            column_intervals(&theta, p, resamples),
-            column_intervals(&win, p, resamples),
-        )
+    let intervals = |columns: &[IntervalTails]| -> Vec<Interval> {
+        columns
+            .iter()
+            .map(|c| c.interval().expect("every resample was tallied"))
+            .collect()
     };
+    let (theta_ci, win_ci) = (intervals(&tails.theta), intervals(&tails.win));
     Ok(BootstrapResult {
         rating: theta_ci
             .iter()
@@ -159,30 +152,58 @@ struct Job<'a> {
 /// Resamples handed to a thread at a time (a multiple of [`LANES`]).
 const CHUNK: usize = 2 * LANES;
 
+/// The tails of every model's resampled θ and win rate (see [`IntervalTails`]): all the
+/// intervals need, about 5% of the resamples.
+struct Tails {
+    theta: Vec<IntervalTails>,
+    win: Vec<IntervalTails>,
+}
+
+impl Tails {
+    /// Takes the row-major `rows × p` results of some resamples.
+    fn push(&mut self, theta: &[f64], win: &[f64]) {
+        let p = self.theta.len();
+        for (row, win_row) in theta.chunks_exact(p).zip(win.chunks_exact(p)) {
+            for ((tails, &x), (win_tails, &w)) in self
+                .theta
+                .iter_mut()
+                .zip(row)
+                .zip(self.win.iter_mut().zip(win_row))
+            {
+                tails.push(x);
+                win_tails.push(w);
+            }
+        }
+    }
+}
+
 /// Hands out chunks of [`CHUNK`] resamples to `threads` threads (the caller's included) as
-/// they become free, so that a slower core takes fewer; every resample writes its own rows,
-/// so the result does not depend on who ran it.
+/// they become free, so that a slower core takes fewer, and adds each finished chunk to
+/// `tails`. The tails keep order statistics, which do not depend on the order in which
+/// resamples arrive, so the result does not depend on who ran what.
 fn run_parallel(
     job: &Job<'_>,
     threads: usize,
-    theta: &mut [f64],
-    win: &mut [f64],
+    resamples: usize,
+    tails: &mut Tails,
 ) -> Result<(), StatsError> {
     let p = job.start.len();
-    let chunks = Mutex::new(
-        theta
-            .chunks_mut(CHUNK * p)
-            .zip(win.chunks_mut(CHUNK * p))
-            .enumerate(),
-    );
+    let chunks = Mutex::new((0..resamples).step_by(CHUNK));
+    let tails = Mutex::new(tails);
     let work = || {
         let mut worker = Worker::new(job);
+        let (mut theta, mut win) = (vec![0.0; CHUNK * p], vec![0.0; CHUNK * p]);
         loop {
             let next = chunks.lock().expect("a bootstrap worker panicked").next();
-            let Some((c, (theta, win))) = next else {
+            let Some(first) = next else {
                 return Ok(());
             };
-            worker.run(c * CHUNK, theta, win)?;
+            let rows = (resamples - first).min(CHUNK) * p;
+            worker.run(first, &mut theta[..rows], &mut win[..rows])?;
+            tails
+                .lock()
+                .expect("a bootstrap worker panicked")
+                .push(&theta[..rows], &win[..rows]);
         }
     };
     std::thread::scope(|scope| {
@@ -288,19 +309,6 @@ impl<'a> Worker<'a> {
         self.refit.win_rates(count, win);
         Ok(())
     }
-}
-
-/// Percentile intervals of each column of a `rows × p` row-major sample matrix.
-fn column_intervals(samples: &[f64], p: usize, rows: usize) -> Vec<Interval> {
-    let mut column = vec![0.0; rows];
-    (0..p)
-        .map(|i| {
-            for (r, x) in column.iter_mut().enumerate() {
-                *x = samples[r * p + i];
-            }
-            percentile_interval(&mut column).expect("at least one resample")
-        })
-        .collect()
 }
 
 #[cfg(test)]

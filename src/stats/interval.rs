@@ -1,5 +1,8 @@
 //! Confidence intervals and the percentile rule that turns bootstrap samples into one.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
 use serde::{Deserialize, Serialize};
 
 /// Lower quantile of a 95% percentile interval.
@@ -76,6 +79,110 @@ fn quantile_select(samples: &mut [f64], q: f64) -> f64 {
     at_below + frac * (at_above - at_below)
 }
 
+/// The 95% percentile interval of a stream of `total` samples, holding only the order
+/// statistics it needs: the ⌊(total − 1)·0.025⌋ + 2 smallest and the
+/// total − ⌊(total − 1)·0.975⌋ largest values (26 each of 1000), about 5% of the stream.
+/// The result is exactly [`percentile_interval`] of the whole stream, whatever the order in
+/// which the values come.
+#[derive(Debug, Clone)]
+pub struct IntervalTails {
+    total: usize,
+    seen: usize,
+    /// The smallest values so far (largest on top), at most `keep_low`.
+    low: BinaryHeap<TotalOrder>,
+    keep_low: usize,
+    /// The largest values so far (smallest on top), at most `keep_high`.
+    high: BinaryHeap<Reverse<TotalOrder>>,
+    keep_high: usize,
+}
+
+impl IntervalTails {
+    /// Tails of a stream of `total` (at least one) samples.
+    pub fn new(total: usize) -> IntervalTails {
+        assert!(total > 0, "an interval of no samples");
+        let (below_lo, _) = quantile_position(total, LOWER_QUANTILE);
+        let (below_hi, _) = quantile_position(total, UPPER_QUANTILE);
+        let keep_low = (below_lo + 2).min(total);
+        let keep_high = total - below_hi;
+        IntervalTails {
+            total,
+            seen: 0,
+            low: BinaryHeap::with_capacity(keep_low),
+            keep_low,
+            high: BinaryHeap::with_capacity(keep_high),
+            keep_high,
+        }
+    }
+
+    /// Takes one sample (at most `total` in all).
+    pub fn push(&mut self, x: f64) {
+        debug_assert!(self.seen < self.total, "more samples than announced");
+        self.seen += 1;
+        let x = TotalOrder(x);
+        if self.low.len() < self.keep_low {
+            self.low.push(x);
+        } else if let Some(mut top) = self.low.peek_mut()
+            && x < *top
+        {
+            *top = x;
+        }
+        if self.high.len() < self.keep_high {
+            self.high.push(Reverse(x));
+        } else if let Some(mut top) = self.high.peek_mut()
+            && x > top.0
+        {
+            *top = Reverse(x);
+        }
+    }
+
+    /// The interval, once all `total` samples are in; `None` before.
+    pub fn interval(&self) -> Option<Interval> {
+        if self.seen != self.total {
+            return None;
+        }
+        let mut low: Vec<f64> = self.low.iter().map(|x| x.0).collect();
+        low.sort_by(f64::total_cmp);
+        let mut high: Vec<f64> = self.high.iter().map(|x| x.0.0).collect();
+        high.sort_by(f64::total_cmp);
+        // `low` holds order statistics 0.., `high` those from ⌊(total − 1)·0.975⌋ on.
+        let bound = |sorted: &[f64], offset: usize, q: f64| {
+            let (below, frac) = quantile_position(self.total, q);
+            let at_below = sorted[below - offset];
+            let at_above = sorted.get(below - offset + 1).copied().unwrap_or(at_below);
+            at_below + frac * (at_above - at_below)
+        };
+        let (below_hi, _) = quantile_position(self.total, UPPER_QUANTILE);
+        Some(Interval {
+            lo: bound(&low, 0, LOWER_QUANTILE),
+            hi: bound(&high, below_hi, UPPER_QUANTILE),
+        })
+    }
+}
+
+/// An f64 ordered by [`f64::total_cmp`] (the order [`percentile_interval`] selects by).
+#[derive(Debug, Clone, Copy)]
+struct TotalOrder(f64);
+
+impl PartialEq for TotalOrder {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for TotalOrder {}
+
+impl PartialOrd for TotalOrder {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalOrder {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +223,43 @@ mod tests {
         let a = Interval { lo: 0.2, hi: 0.4 };
         assert!(a.overlaps(&Interval { lo: 0.4, hi: 0.6 }));
         assert!(!a.overlaps(&Interval { lo: 0.41, hi: 0.6 }));
+    }
+
+    proptest::proptest! {
+        /// The tails give exactly the interval of the whole sample, in any order, with ties.
+        #[test]
+        fn tails_match_the_whole_sample(
+            xs in proptest::collection::vec(-20i32..20, 1..400),
+            scale in 0.1f64..10.0,
+            rotate in 0usize..400,
+        ) {
+            let mut xs: Vec<f64> = xs.into_iter().map(|x| f64::from(x) * scale).collect();
+            let n = xs.len();
+            xs.rotate_left(rotate % n);
+            let mut tails = IntervalTails::new(n);
+            for (k, &x) in xs.iter().enumerate() {
+                proptest::prop_assert_eq!(tails.interval(), None, "early at {}", k);
+                tails.push(x);
+            }
+            let mut whole = xs;
+            proptest::prop_assert_eq!(tails.interval(), percentile_interval(&mut whole));
+        }
+    }
+
+    #[test]
+    fn tails_keep_about_five_percent() {
+        let tails = IntervalTails::new(1000);
+        assert_eq!((tails.keep_low, tails.keep_high), (26, 26));
+        let tails = IntervalTails::new(1);
+        assert_eq!((tails.keep_low, tails.keep_high), (1, 1));
+        let mut big = IntervalTails::new(1_000_000);
+        for k in 0..1_000_000u64 {
+            // A permutation of 0..10^6 (7919 is prime and coprime with 10^6).
+            big.push(((k * 7919) % 1_000_000) as f64);
+        }
+        assert!(big.low.len() + big.high.len() <= 50_003);
+        let ci = big.interval().expect("complete");
+        // numpy.percentile(range(10**6), [2.5, 97.5]) = [24999.975, 974999.025]
+        assert!((ci.lo - 24_999.975).abs() < 1e-6 && (ci.hi - 974_999.025).abs() < 1e-6);
     }
 }

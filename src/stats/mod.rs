@@ -31,7 +31,7 @@ pub use counts::{Outcome, PairCounts, PairTally};
 pub use elo::{ELO_ESTABLISHED_MATCHES, ELO_K_ESTABLISHED, ELO_K_NEW, ELO_START, EloEntry, elo};
 pub use error::StatsError;
 pub use interval::{
-    Interval, LOWER_QUANTILE, UPPER_QUANTILE, percentile_interval, quantile_sorted,
+    Interval, IntervalTails, LOWER_QUANTILE, UPPER_QUANTILE, percentile_interval, quantile_sorted,
 };
 pub use kappa::{LabelCategory, agreement, cohen_kappa, kappa_bootstrap};
 pub use ranks::{rank_groups, tied_ranks};
