@@ -57,9 +57,11 @@ pub async fn cached_call(
     if !refresh
         && let Some(reply) = cache
             .get(&key)
-            // An entry cached before replies were redacted may still hold the key.
-            .and_then(|v| serde_json::to_vec(&v).ok())
-            .and_then(|bytes| serde_json::from_slice::<Value>(&http.redact_bytes(&bytes)).ok())
+            .map(|mut v| {
+                // An entry cached before replies were redacted may still hold the key.
+                http.redact_value(&mut v);
+                v
+            })
             .and_then(|v| parse_reply_value(kind, &v).ok())
     {
         result.reply = Ok(reply);

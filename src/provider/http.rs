@@ -5,6 +5,8 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use serde_json::Value;
+
 use super::{ErrorClass, ProviderError, WireRequest, anthropic, classify_status, gemini};
 use crate::config::{ProviderConfig, ProviderKind};
 
@@ -259,8 +261,9 @@ impl HttpProvider {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        let bytes = self.redact_reply(&bytes);
         if (200..300).contains(&status) {
-            return Ok(self.redact_bytes(&bytes));
+            return Ok(bytes);
         }
         let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));
         err.retry_after = retry_after.or(err.retry_after);
@@ -316,13 +319,64 @@ impl HttpProvider {
             .expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
     }
 
-    /// A 2xx body (or any text) with the key replaced by `***`, before anything parses,
-    /// caches or records it.
-    pub(crate) fn redact_bytes(&self, body: &[u8]) -> Vec<u8> {
+    /// Any text with the key replaced by `***`.
+    fn redact_bytes(&self, body: &[u8]) -> Vec<u8> {
         match &self.key {
             Some(k) => redact_key(body, k.expose()),
             None => body.to_vec(),
         }
+    }
+
+    /// A reply body with the key replaced by `***`, before anything parses, caches or records
+    /// it: in the bytes as they came, and in a JSON body also in every string once decoded (a
+    /// server may echo the key with escapes such as `\u002d`); such a body comes back
+    /// re-serialised.
+    fn redact_reply(&self, body: &[u8]) -> Vec<u8> {
+        let raw = self.redact_bytes(body);
+        if self.key.is_none() {
+            return raw;
+        }
+        match serde_json::from_slice::<Value>(&raw) {
+            Ok(mut value) => {
+                self.redact_value(&mut value);
+                serde_json::to_vec(&value).expect("a JSON value serialises")
+            }
+            Err(_) => raw,
+        }
+    }
+
+    /// Every string of `value`, object keys included, with the key replaced by `***` (for a
+    /// cached reply, which may predate redaction).
+    pub(crate) fn redact_value(&self, value: &mut Value) {
+        if let Some(k) = &self.key {
+            redact_json(value, k.expose());
+        }
+    }
+}
+
+/// [`redact_key`] on every string of `value`, object keys included.
+fn redact_json(value: &mut Value, key: &str) {
+    let redact = |s: &str| -> Option<String> {
+        let out = redact_key(s.as_bytes(), key);
+        (out != s.as_bytes()).then(|| {
+            String::from_utf8(out).expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
+        })
+    };
+    match value {
+        Value::String(s) => {
+            if let Some(r) = redact(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, key)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                redact_json(&mut v, key);
+                map.insert(redact(&k).unwrap_or(k), v);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
@@ -409,6 +463,18 @@ mod tests {
         assert_eq!(redact_key(b"", key), b"".to_vec());
         let non_utf8 = b"\xff sk-test-OA123456 \xfe";
         assert_eq!(redact_key(non_utf8, key), b"\xff *** \xfe".to_vec());
+    }
+
+    #[test]
+    fn redact_json_reaches_escaped_echoes_and_object_keys() {
+        let key = "sk-test-OA123456";
+        let body = r#"{"text":"key sk\u002dtest\u002dOA123456!","sk-test-OA123456":[1,"sk-test-OA123456"]}"#;
+        let mut value: Value = serde_json::from_str(body).unwrap();
+        redact_json(&mut value, key);
+        assert_eq!(
+            value,
+            serde_json::json!({"text": "key ***!", "***": [1, "***"]})
+        );
     }
 
     #[test]

@@ -597,8 +597,17 @@ fn ok_with_text(kind: &str, text: &str) -> Reply {
 #[test]
 fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
     for kind in KINDS {
+        // Once as is, once JSON-escaped (`\u002d` for each `-`), as a server may echo it.
         let server = FakeServer::start(move |_, _| {
-            ok_with_text(kind, &format!("your key: Bearer {TEST_KEY}\n\nVERDICT: 1"))
+            let reply = ok_with_text(
+                kind,
+                &format!("your key: Bearer {TEST_KEY} or ESCAPED\n\nVERDICT: 1"),
+            );
+            let Reply::Http(status, headers, body) = reply else {
+                unreachable!("ok_with_text gives an HTTP reply")
+            };
+            let escaped = TEST_KEY.replace('-', "\\u002d");
+            Reply::Http(status, headers, body.replace("ESCAPED", &escaped))
         });
         let p = Project::with_suite(
             1,
@@ -634,7 +643,10 @@ fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
         let outputs = p.jsonl("runs/r/outputs.jsonl");
         assert_eq!(outputs.len(), 2, "{kind}");
         for r in &outputs {
-            assert_eq!(r["text"], "your key: Bearer ***\n\nVERDICT: 1", "{kind}");
+            assert_eq!(
+                r["text"], "your key: Bearer *** or ***\n\nVERDICT: 1",
+                "{kind}"
+            );
         }
         let judgments = p.jsonl("runs/r/judgments.jsonl");
         assert!(!judgments.is_empty(), "{kind}");
