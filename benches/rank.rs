@@ -7,7 +7,8 @@
 //! unit's parser also numbers the tasks). Ratios are medians over rounds:
 //! the command's own total (reading to writing, `--timings`) over its own read+parse
 //! ("total÷rp", the same process, so process start and exit are in neither), and the whole
-//! command's time over each of the three parse times (see [`ROUNDS`]).
+//! command's time over each of the three parse times (see [`ROUNDS`]). Last, the peak memory
+//! of one run at 1000 and one at 10,000 resamples on the largest file.
 //! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
@@ -170,7 +171,33 @@ fn main() {
             bench_size(exe, &dir, &path, (rows, models), (unit_name, unit));
         }
     }
+    // Memory against the number of resamples, on the largest file.
+    let (rows, models) = sizes[sizes.len() - 1];
+    let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
+    let peaks: Vec<String> = [1_000, 10_000]
+        .iter()
+        .map(|&n| {
+            let kb = peak_kb(exe, &path, n, &dir.join("out.json"));
+            format!("{n} resamples {:.1} MB", kb as f64 / 1024.0)
+        })
+        .collect();
+    println!("peak memory at {rows} × {models}: {}", peaks.join(", "));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Peak memory of one `judge rank` run with `resamples` resamples, in KiB.
+fn peak_kb(exe: &str, path: &Path, resamples: usize, out: &Path) -> u64 {
+    let result = Command::new("/usr/bin/time")
+        .args(["-f", "%M", exe, "rank", "--comparisons"])
+        .arg(path)
+        .args(["--resamples", &resamples.to_string(), "--output"])
+        .arg(out)
+        .output()
+        .expect("run judge rank under /usr/bin/time");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let last = stderr.lines().last().expect("time output");
+    last.trim().parse().expect("max rss kb")
 }
 
 /// Measures one file with one bootstrap unit and prints its line of the table.
