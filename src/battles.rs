@@ -61,7 +61,7 @@ struct FastRow<'a> {
     model_a: &'a str,
     model_b: &'a str,
     winner: &'a str,
-    #[serde(default)]
+    #[serde(default, alias = "task")]
     question_id: Option<&'a str>,
 }
 
@@ -73,27 +73,164 @@ struct OwnedRow<'a> {
     model_b: Cow<'a, str>,
     #[serde(borrow)]
     winner: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, alias = "task")]
     question_id: Option<QuestionId<'a>>,
 }
 
 /// A `question_id` as a string or a whole number (some battle datasets number their
-/// questions); a number stands for its decimal text.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum QuestionId<'a> {
-    #[serde(borrow)]
-    Text(Cow<'a, str>),
-    Signed(i64),
-    Unsigned(u64),
-}
+/// questions, and pandas writes such numbers as `81.0` once a column has a gap); a number
+/// stands for its decimal integer text.
+struct QuestionId<'a>(Cow<'a, str>);
 
 impl QuestionId<'_> {
     fn text(&self) -> Cow<'_, str> {
-        match self {
-            QuestionId::Text(t) => Cow::Borrowed(t.as_ref()),
-            QuestionId::Signed(n) => Cow::Owned(n.to_string()),
-            QuestionId::Unsigned(n) => Cow::Owned(n.to_string()),
+        Cow::Borrowed(self.0.as_ref())
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for QuestionId<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = QuestionId<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a whole number")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(QuestionId(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(QuestionId(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(QuestionId(Cow::Owned(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(QuestionId(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(QuestionId(Cow::Owned(v.to_string())))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                // Whole numbers up to 2^53 are exact in a double: 81.0 is question 81.
+                if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 {
+                    Ok(QuestionId(Cow::Owned(format!("{}", v as i64))))
+                } else {
+                    Err(E::custom(format!(
+                        "question_id {v} is not a whole number; expected a string or a whole number"
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// What a battles file holds, from its first bytes (after a byte order mark and whitespace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BattlesShape {
+    /// JSON Lines: one battle object per line.
+    Lines,
+    /// One JSON array of battle objects (Chatbot Arena's `clean_battle_*.json`).
+    Array,
+    /// gzip-compressed (not read: decompress it first).
+    Gzip,
+}
+
+/// The shape of a file that starts with `head` (its first few kilobytes).
+pub fn battles_shape(head: &[u8]) -> BattlesShape {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return BattlesShape::Gzip;
+    }
+    let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => BattlesShape::Array,
+        _ => BattlesShape::Lines,
+    }
+}
+
+/// Reads a JSON array of objects as JSON Lines, streaming: the outer brackets go, each
+/// top-level comma becomes a newline and every newline inside an element a space, so that
+/// element k is line k for [`parse_battles`] (an error's "line" is the element's number).
+/// Strings pass through untouched (raw newlines cannot occur in them). Bytes map one to one
+/// or are dropped, so a read transforms its buffer in place.
+pub struct ArrayLines<R> {
+    inner: R,
+    /// Bracket depth: 1 inside the outer array.
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// The outer `[` was seen.
+    opened: bool,
+}
+
+impl<R: Read> ArrayLines<R> {
+    /// Wraps a reader positioned anywhere before the outer `[`.
+    pub fn new(inner: R) -> ArrayLines<R> {
+        ArrayLines {
+            inner,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            opened: false,
+        }
+    }
+}
+
+impl<R: Read> Read for ArrayLines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.inner.read(buf)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            let mut out = 0;
+            for i in 0..n {
+                let b = buf[i];
+                let keep = if self.in_string {
+                    if self.escaped {
+                        self.escaped = false;
+                    } else if b == b'\\' {
+                        self.escaped = true;
+                    } else if b == b'"' {
+                        self.in_string = false;
+                    }
+                    Some(b)
+                } else {
+                    match b {
+                        b'"' => {
+                            self.in_string = true;
+                            Some(b)
+                        }
+                        b'[' if !self.opened && self.depth == 0 => {
+                            self.opened = true;
+                            self.depth = 1;
+                            None
+                        }
+                        b'[' | b'{' => {
+                            self.depth += 1;
+                            Some(b)
+                        }
+                        b']' | b'}' if self.depth > 0 => {
+                            self.depth -= 1;
+                            // The outer `]` ends the last element's line.
+                            Some(if self.depth == 0 { b'\n' } else { b })
+                        }
+                        b',' if self.depth == 1 => Some(b'\n'),
+                        // Also before the `[`, so that element 1 is line 1.
+                        b'\n' | b'\r' if self.depth > 0 || !self.opened => Some(b' '),
+                        _ => Some(b),
+                    }
+                };
+                if let Some(b) = keep {
+                    buf[out] = b;
+                    out += 1;
+                }
+            }
+            // A read that dropped every byte (a lone `[`) must not look like the end.
+            if out > 0 {
+                return Ok(out);
+            }
         }
     }
 }
@@ -300,9 +437,11 @@ impl<'a> Scanner<'a> {
             self.blanks();
             self.eat(b':')?;
             self.blanks();
-            match ["model_a", "model_b", "winner", "question_id"]
+            // `task` is judge's own name for the question (a comparisons.jsonl).
+            match ["model_a", "model_b", "winner", "question_id", "task"]
                 .iter()
                 .position(|k| k.as_bytes() == key)
+                .map(|k| k.min(3))
             {
                 Some(k) if found[k].is_some() => return None,
                 Some(3) if self.peek()? != b'"' => found[3] = Some(self.integer()?),
@@ -418,14 +557,17 @@ impl<'a> Scanner<'a> {
     }
 }
 
-fn outcome_of(winner: &[u8]) -> Result<Outcome, String> {
+/// The Chatbot Arena winners, and judge's own `both_bad` and `failed` (a `comparisons.jsonl`
+/// read as a battle file).
+fn outcome_of(winner: &[u8]) -> Result<RowOutcome, String> {
     match winner {
-        b"model_a" => Ok(Outcome::AWins),
-        b"model_b" => Ok(Outcome::BWins),
-        b"tie" => Ok(Outcome::Tie),
-        b"tie (bothbad)" | b"both_bad" => Ok(Outcome::BothBad),
+        b"model_a" => Ok(RowOutcome::Rated(Outcome::AWins)),
+        b"model_b" => Ok(RowOutcome::Rated(Outcome::BWins)),
+        b"tie" => Ok(RowOutcome::Rated(Outcome::Tie)),
+        b"tie (bothbad)" | b"both_bad" => Ok(RowOutcome::Rated(Outcome::BothBad)),
+        b"failed" => Ok(RowOutcome::Failed),
         other => Err(format!(
-            "unknown winner `{}` (expected model_a, model_b, tie or \"tie (bothbad)\")",
+            "unknown winner `{}` (expected model_a, model_b, tie, \"tie (bothbad)\", both_bad or failed)",
             String::from_utf8_lossy(other)
         )),
     }
@@ -473,7 +615,7 @@ fn check_row(
     b: &[u8],
     has_question: bool,
     unit: BootstrapUnit,
-) -> Result<Outcome, String> {
+) -> Result<RowOutcome, String> {
     let outcome = outcome_of(winner)?;
     if a == b {
         return Err(format!(
@@ -507,7 +649,7 @@ fn add_row<'a>(
     chunk.rows.push(Row {
         a,
         b,
-        outcome: RowOutcome::Rated(outcome),
+        outcome,
         task,
     });
     Ok(())
@@ -536,7 +678,7 @@ fn add_owned(
     chunk.rows.push(Row {
         a,
         b,
-        outcome: RowOutcome::Rated(outcome),
+        outcome,
         task,
     });
     Ok(())

@@ -176,12 +176,49 @@ fn whole_number_question_ids_name_tasks_on_both_paths() {
     let (_, rows) = parse(text, BootstrapUnit::Task).expect("valid");
     let tasks: Vec<u32> = rows.iter().map(|r| r.task).collect();
     assert_eq!(tasks, [0, 0, 1], "81 on both paths is one task");
-    for bad in ["1.5", "1e3", "true"] {
+    // pandas writes 81.0 once a column has a gap: the same question.
+    for same in ["81.0", "8.1e1", "81"] {
+        let line = format!(
+            "{{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":{same}}}\n\
+             {{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":\"81\"}}\n"
+        );
+        let (_, rows) = parse(&line, BootstrapUnit::Task).expect(same);
+        assert_eq!(rows[0].task, rows[1].task, "{same}");
+    }
+    for (bad, says) in [
+        ("1.5", "not a whole number"),
+        ("true", "a string or a whole number"),
+    ] {
         let line = format!(
             "{{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":{bad}}}\n"
         );
-        assert!(parse(&line, BootstrapUnit::Task).is_err(), "{bad}");
+        let e = parse(&line, BootstrapUnit::Task)
+            .expect_err(bad)
+            .to_string();
+        assert!(e.contains(says), "{bad}: {e}");
     }
+}
+
+#[test]
+fn judges_own_comparisons_read_as_battles() {
+    // `task` names the question, `failed` is a failed comparison, `both_bad` both bad; the
+    // second line has an escape, so serde_json reads it instead of the scanner.
+    let text = "{\"task\":\"t1\",\"judge\":\"j\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"failed\"}\n\
+                {\"task\":\"t\\u0031\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"both_bad\"}\n\
+                {\"task\":\"t2\",\"model_a\":\"y\",\"model_b\":\"x\",\"winner\":\"model_a\"}\n";
+    let (_, rows) = parse(text, BootstrapUnit::Task).expect("valid");
+    let got: Vec<(RowOutcome, u32)> = rows.iter().map(|r| (r.outcome, r.task)).collect();
+    assert_eq!(
+        got,
+        [
+            (RowOutcome::Failed, 0),
+            (RowOutcome::Rated(Outcome::BothBad), 0),
+            (RowOutcome::Rated(Outcome::AWins), 1)
+        ]
+    );
+    let both = "{\"task\":\"t1\",\"question_id\":\"q\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}\n";
+    let e = parse(both, BootstrapUnit::Task).expect_err("two names for the question");
+    assert!(e.to_string().contains("duplicate field"), "{e}");
 }
 
 #[test]
@@ -189,4 +226,63 @@ fn a_byte_order_mark_at_the_start_is_skipped() {
     let text = "\u{feff}{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}\n";
     let (models, rows) = parse(text, BootstrapUnit::Comparison).expect("valid");
     assert_eq!((models.len(), rows.len()), (2, 1));
+}
+
+/// Reads one byte per call, to cross every state of [`ArrayLines`] at a read boundary.
+struct ByteByByte<'a>(&'a [u8]);
+
+impl Read for ByteByByte<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match (self.0.split_first(), buf.is_empty()) {
+            (Some((&b, rest)), false) => {
+                buf[0] = b;
+                self.0 = rest;
+                Ok(1)
+            }
+            _ => Ok(0),
+        }
+    }
+}
+
+#[test]
+fn a_json_array_reads_as_its_lines() {
+    let lines = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\",\"question_id\":\"q[1],\"}\n\
+                 {\"model_a\":\"y\",\"model_b\":\"z\\\"]\",\"winner\":\"tie\",\"question_id\":\"q2\\\\\",\"conv\":[{\"a\":[1,2]},\"}\"]}\n\
+                 {\"model_a\":\"z\\\"]\",\"model_b\":\"x\",\"winner\":\"tie (bothbad)\",\"question_id\":3}\n";
+    let expected = parse(lines, BootstrapUnit::Task).expect("valid lines");
+    let compact = format!("[{}]", lines.trim_end().replace('\n', ","));
+    let indented = format!(
+        "\u{feff}\n  [\r\n  {},\n  ]  \n",
+        lines
+            .trim_end()
+            .replace('\n', ",\n  ")
+            .replace("\",\"", "\",\n    \"")
+    );
+    for array in [&compact, &indented] {
+        assert_eq!(battles_shape(array.as_bytes()), BattlesShape::Array);
+        let whole = parse_battles(ArrayLines::new(array.as_bytes()), BootstrapUnit::Task);
+        let bytes = parse_battles(
+            ArrayLines::new(ByteByByte(array.as_bytes())),
+            BootstrapUnit::Task,
+        );
+        for got in [whole, bytes] {
+            let got = got.unwrap_or_else(|e| panic!("{e}: {array}"));
+            assert_eq!((&got.0, &got.1), (&expected.0, &expected.1), "{array}");
+        }
+    }
+    // An error names the element (its line).
+    let bad = "[\n {\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"},\n {\"model_a\":\"x\",\n  \"model_b\":\"y\",\"winner\":\"nobody\"}\n]";
+    let e = parse_battles(ArrayLines::new(bad.as_bytes()), BootstrapUnit::Comparison)
+        .expect_err("bad winner");
+    assert!(e.to_string().starts_with("line 2: unknown winner"), "{e}");
+}
+
+#[test]
+fn shapes_are_told_apart_by_the_first_bytes() {
+    assert_eq!(battles_shape(b"{\"model_a\":1}\n"), BattlesShape::Lines);
+    assert_eq!(battles_shape(b"\xEF\xBB\xBF {}"), BattlesShape::Lines);
+    assert_eq!(battles_shape(b" \n\t[{}]"), BattlesShape::Array);
+    assert_eq!(battles_shape(b"\xEF\xBB\xBF[{}]"), BattlesShape::Array);
+    assert_eq!(battles_shape(b"\x1f\x8b\x08\x00"), BattlesShape::Gzip);
+    assert_eq!(battles_shape(b""), BattlesShape::Lines);
 }

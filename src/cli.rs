@@ -60,7 +60,9 @@ pub enum Command {
 
     /// Run every output against its task's hidden test (check.py), sandboxed.
     ///
-    /// The code is the last fenced python block of the output, else the whole text. Each check
+    /// The code is the last ```python (or ```py) fenced block of the output, else the last
+    /// untagged fenced block, else the whole text if it looks like Python (an unterminated
+    /// final fence, from a reply cut off by the token cap, counts up to the end). Each check
     /// runs in bubblewrap: read-only system, a fresh temporary working directory as the only
     /// writable place, no network, new PID/IPC namespaces, a scrubbed environment, limits on
     /// CPU, memory, file size and processes, and a wall-clock timeout. Results go to
@@ -224,11 +226,21 @@ pub struct RankArgs {
     pub judge: Option<String>,
 
     /// L2 prior λ on the strengths: keeps ratings finite when a model wins every match.
-    #[arg(long, default_value_t = 0.1, value_name = "LAMBDA")]
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        value_name = "LAMBDA",
+        allow_negative_numbers = true
+    )]
     pub prior: f64,
 
     /// Bootstrap resamples (at least 1000 unless --allow-few-resamples).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub resamples: usize,
 
     /// Allow fewer than 1000 resamples (intervals become unreliable).
@@ -236,7 +248,7 @@ pub struct RankArgs {
     pub allow_few_resamples: bool,
 
     /// Bootstrap seed. Default: the run's seed from judge.toml, or 0 for --comparisons.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
 
     /// What the bootstrap resamples.
@@ -288,11 +300,21 @@ pub struct RunArgs {
     pub retry_failed: bool,
 
     /// L2 prior λ of the Bradley–Terry fit.
-    #[arg(long, default_value_t = 0.1, value_name = "LAMBDA")]
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        value_name = "LAMBDA",
+        allow_negative_numbers = true
+    )]
     pub prior: f64,
 
     /// Bootstrap resamples (at least 1000 unless --allow-few-resamples).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub resamples: usize,
 
     /// Allow fewer than 1000 resamples.
@@ -354,7 +376,7 @@ pub struct LabelSampleArgs {
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub n: usize,
     /// Sampling seed (default: the run's seed).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// The judge whose verdicts the labels will be compared with (needed when the run has
     /// several).
@@ -406,13 +428,18 @@ pub struct LabelScoreArgs {
     pub run: String,
     /// Bootstrap resamples for the kappa interval (at least 1000 unless
     /// --allow-few-resamples).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub resamples: usize,
     /// Allow fewer than 1000 resamples (for a quick look).
     #[arg(long)]
     pub allow_few_resamples: bool,
     /// Bootstrap seed (default: the run's seed).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Report format on stdout.
     #[arg(long, value_enum, default_value = "table")]

@@ -2,12 +2,13 @@
 //! row) → Bradley–Terry leaderboard with bootstrap intervals and tied ranks.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::battles::{BattlesError, parse_battles};
+use crate::battles::{ArrayLines, BattlesError, BattlesShape, battles_shape, parse_battles};
 use crate::cli::{Cli, RankArgs};
 use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
 use crate::commands::load_run;
@@ -52,7 +53,7 @@ pub fn check_resamples(resamples: usize, allow_few: bool) -> Result<(), JudgeErr
     }
     if resamples > MAX_RESAMPLES {
         return Err(JudgeError::usage(format!(
-            "--resamples {resamples} is above {MAX_RESAMPLES}; the bootstrap holds every resample in memory, and beyond a few thousand the intervals no longer change"
+            "--resamples {resamples} is above {MAX_RESAMPLES}; the bootstrap's time grows with every resample, and beyond a few thousand the intervals no longer change"
         )));
     }
     Ok(())
@@ -357,7 +358,32 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
             path.display()
         ))
     })?;
-    let (models, rows) = parse_battles(file, args.bootstrap_unit.into()).map_err(|e| match e {
+    // Enough of the start to tell JSON Lines from an array, then the rest.
+    let mut head = Vec::with_capacity(4096);
+    (&file)
+        .take(4096)
+        .read_to_end(&mut head)
+        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    let shape = battles_shape(&head);
+    let reader = std::io::Cursor::new(head).chain(file);
+    let unit = args.bootstrap_unit.into();
+    let parsed = match shape {
+        BattlesShape::Lines => parse_battles(reader, unit),
+        BattlesShape::Array => parse_battles(ArrayLines::new(reader), unit),
+        BattlesShape::Gzip => {
+            return Err(JudgeError::usage(format!(
+                "`{}` is gzip-compressed; decompress it first (`gunzip -k {}`)",
+                path.display(),
+                path.display()
+            ))
+            .into());
+        }
+    };
+    let (models, rows) = parsed.map_err(|e| match e {
+        BattlesError::Line { line, message } if shape == BattlesShape::Array => JudgeError::usage(
+            format!("{}: element {line} of the array: {message}", path.display()),
+        )
+        .into(),
         BattlesError::Line { line, message } => {
             JudgeError::usage(format!("{}:{line}: {message}", path.display())).into()
         }

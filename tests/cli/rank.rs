@@ -223,6 +223,53 @@ fn bad_inputs_are_clear_usage_errors() {
 }
 
 #[test]
+fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
+    let p = Project::empty();
+    let rows: Vec<serde_json::Value> = (0..60)
+        .map(|i| {
+            let winner = ["model_a", "model_b", "tie", "tie (bothbad)"][i % 4];
+            let (a, b) = [("x", "y"), ("y", "z"), ("z", "x")][i % 3];
+            serde_json::json!({"model_a": a, "model_b": b, "winner": winner, "question_id": i % 7,
+                               "conversation_a": [{"role": "user", "content": "a, [b]\n{c}"}]})
+        })
+        .collect();
+    let lines = battles_file(&p, "b.jsonl", &rows);
+    p.write("b.json", &serde_json::to_string_pretty(&rows).unwrap());
+    for unit in ["comparison", "task"] {
+        let from_lines = p.run(&["rank", "--comparisons", &lines, "--bootstrap-unit", unit]);
+        let from_array = p.run(&["rank", "--comparisons", "b.json", "--bootstrap-unit", unit]);
+        assert_eq!(from_array.status.code(), Some(0), "{}", text(&from_array));
+        assert_eq!(from_array.stdout, from_lines.stdout, "{unit}");
+    }
+    let mut bad = rows.clone();
+    bad[41]["winner"] = "nobody".into();
+    p.write("bad.json", &serde_json::to_string_pretty(&bad).unwrap());
+    let out = p.run(&["rank", "--comparisons", "bad.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("bad.json: element 42 of the array: unknown winner `nobody`"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(p.path().join("b.jsonl.gz"), [0x1f, 0x8b, 8, 0]).unwrap();
+    let out = p.run(&["rank", "--comparisons", "b.jsonl.gz"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is gzip-compressed; decompress it first"),
+        "{}",
+        text(&out)
+    );
+    // A negative number reaches the tool's own check instead of clap's "unexpected argument".
+    let out = p.run(&["rank", "--comparisons", &lines, "--prior", "-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--prior -1 must be a number greater than 0"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn offline_run_prints_a_real_leaderboard() {
     let p = Project::empty();
     std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
@@ -255,6 +302,31 @@ fn offline_run_prints_a_real_leaderboard() {
     // rank on the run reproduces the printed leaderboard.
     let again = p.run(&["rank", "--run", "demo"]);
     assert_eq!(again.stdout, out.stdout);
+    // So does the run's own comparisons.jsonl read as a battles file (its `task` names the
+    // question), but for the judge and prompt the header cannot know, by either unit.
+    for unit in ["comparison", "task"] {
+        let seed = "20261130";
+        let by_run = p.run(&["rank", "--run", "demo", "--bootstrap-unit", unit]);
+        let file = "runs/demo/comparisons.jsonl";
+        let by_file = p.run(&[
+            "rank",
+            "--comparisons",
+            file,
+            "--seed",
+            seed,
+            "--bootstrap-unit",
+            unit,
+        ]);
+        assert_eq!(by_file.status.code(), Some(0), "{unit}: {}", text(&by_file));
+        let body = |o: &std::process::Output| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(body(&by_file), body(&by_run), "{unit}");
+    }
     // The README shows this very leaderboard; keep it true.
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let sample = readme
