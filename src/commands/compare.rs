@@ -614,6 +614,19 @@ fn finish(
         "{}",
         compare_summary(&judge_ids, &ours, &new_records, &comparisons)
     );
+    let ungenerated = ctx
+        .suite
+        .tasks
+        .iter()
+        .flat_map(|t| models.iter().map(move |m| (t, m)))
+        .filter(|(t, m)| !ctx.outputs.contains_key(&(t.id.clone(), m.id.clone())))
+        .count();
+    if ungenerated > 0 {
+        eprintln!(
+            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}`",
+            run = run_dir.name()
+        );
+    }
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
         eprintln!(
             "warning: judge `{judge}` has {n} comparison(s) still missing; rerun `judge compare --run {}` to finish",
@@ -711,10 +724,13 @@ fn derive_comparisons(
                         flipped,
                         by_failure,
                     };
-                    let (a_ok, b_ok) = (
-                        output_ok(ctx, &task.id, &a.id),
-                        output_ok(ctx, &task.id, &b.id),
-                    );
+                    // An output not generated yet (an unfinished `generate`) is no failure:
+                    // the pair waits for it.
+                    let output = |m: &str| ctx.outputs.get(&(task.id.clone(), m.to_string()));
+                    let (Some(out_a), Some(out_b)) = (output(&a.id), output(&b.id)) else {
+                        continue;
+                    };
+                    let (a_ok, b_ok) = (out_a.status == Status::Ok, out_b.status == Status::Ok);
                     if let Some(w) = decide_by_failure(a_ok, b_ok) {
                         out.push(record(w, false, true));
                         continue;

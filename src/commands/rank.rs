@@ -248,7 +248,7 @@ fn from_run(
         .unwrap_or(0);
     if missing > 0 && !args.from_labels {
         eprintln!(
-            "warning: {missing} comparison(s) of judge `{judge}` are missing (compare did not finish); rerun `judge compare --run {run}` before trusting this leaderboard"
+            "warning: {missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run}`) before trusting this leaderboard"
         );
     }
     // Prompt hash → judgments that used it; the header shows the most used one.

@@ -306,6 +306,50 @@ fn failed_generation_loses_without_asking_the_judge() {
 }
 
 #[test]
+fn an_output_not_generated_yet_is_left_out_not_lost() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    // As a generate cut short would leave it: t02 of omega3 never generated.
+    let outputs = p.read("runs/r/outputs.jsonl");
+    let kept: String = outputs
+        .lines()
+        .filter(|l| !(l.contains("\"t02\"") && l.contains("\"omega3\"")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(kept.lines().count(), 5);
+    p.write("runs/r/outputs.jsonl", &kept);
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("lacks 1 output(s) (generation did not finish)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        server.count(),
+        4,
+        "t02 waits for its output: no call, no verdict"
+    );
+    let c = p.jsonl("runs/r/comparisons.jsonl");
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(
+        c.iter()
+            .all(|c| c["task"] != "t02" && c["by_failure"] == false)
+    );
+    let out = quick_rank(&p);
+    assert!(
+        text(&out).contains("1 comparison(s) of judge `judge-1` are missing"),
+        "{}",
+        text(&out)
+    );
+    // Finishing generation, then compare, completes the run.
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    assert_eq!(p.jsonl("runs/r/comparisons.jsonl").len(), 3);
+    assert_eq!(server.count(), 6);
+}
+
+#[test]
 fn two_judges_are_recorded_separately_with_agreement() {
     let fair = FakeServer::start(marker_judge);
     let biased = FakeServer::start(|_, _| reply("VERDICT: 1"));
@@ -538,7 +582,8 @@ fn unfinished_compare_is_reported_and_rank_warns() {
     let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("are missing (compare did not finish)"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("are missing (compare or generate did not finish)"),
         "{}",
         text(&out)
     );
