@@ -11,7 +11,8 @@ use crate::config::{Config, ModelConfig, ProviderKind, load_config};
 use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
 use crate::engine::manifest::{Manifest, SuiteInfo, read_manifest, resume_conflict};
 use crate::engine::run_dir::{
-    RunDir, compact_jsonl, for_each_jsonl, read_jsonl_repairing, write_json_atomic,
+    RunDir, claim_fresh_run_name, compact_jsonl, for_each_jsonl, read_jsonl_repairing,
+    write_json_atomic,
 };
 use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
@@ -47,16 +48,24 @@ struct Item {
 
 /// Runs `judge generate`.
 pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
+    run_named(cli, args).map(|(outcome, _)| outcome)
+}
+
+/// [`run`], also returning the run's name (the default one when `args.run` is `None`).
+pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, String)> {
     // Everything that can be refused is checked before anything is written.
     let config = load_config(&cli.config)?;
     let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
     let models = select_models(&config, &args.models)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     let now = UtcDateTime::from_system(SystemTime::now());
-    let run_name = args
-        .run
-        .clone()
-        .unwrap_or_else(|| format!("{}-{}", suite.name, now.compact()));
+    let run_name = match &args.run {
+        Some(name) => name.clone(),
+        None => claim_fresh_run_name(
+            &config.runs_dir(),
+            &format!("{}-{}", suite.name, now.compact()),
+        )?,
+    };
     let mut run_dir = RunDir::at(&config.runs_dir(), &run_name)?;
     let suite_info = SuiteInfo {
         name: suite.name.clone(),
@@ -128,7 +137,8 @@ pub fn run(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<Outcome> {
     );
     progress.finish();
     result?;
-    finish(&ctx, &run_dir, &mut manifest, &invocation)
+    let name = run_dir.name().to_string();
+    finish(&ctx, &run_dir, &mut manifest, &invocation).map(|outcome| (outcome, name))
 }
 
 /// The (task, model, status) of an output record; the rest of a line is not read.

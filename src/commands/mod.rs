@@ -23,8 +23,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Loads an existing run: its directory, manifest, the unchanged suite it was made from and
-/// its outputs. A missing run or a changed suite is a usage error.
+/// Loads an existing run, locked for this process: its directory, manifest, the unchanged
+/// suite it was made from and its outputs. A missing run, a run in use by another process or
+/// a changed suite is a usage error.
 pub fn load_run(
     config: &crate::config::Config,
     run: &str,
@@ -35,7 +36,12 @@ pub fn load_run(
     Vec<crate::records::OutputRecord>,
 )> {
     use crate::error::JudgeError;
-    let run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
+    let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
+    // Locked before anything is read: a file another process is writing is neither read half
+    // way nor "repaired" under it.
+    if run_dir.path().is_dir() {
+        run_dir.create_and_lock()?;
+    }
     if !run_dir.exists() {
         return Err(JudgeError::usage(format!(
             "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",

@@ -7,7 +7,6 @@ use crate::commands::{compare, generate, rank};
 use crate::config::load_config;
 use crate::error::Outcome;
 use crate::judging::EXEC_JUDGE;
-use crate::time::UtcDateTime;
 
 /// Runs the pipeline. Failed items are data: each step still runs, and the exit code is 1 if
 /// any step had failures.
@@ -49,14 +48,12 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         .into());
     }
     crate::interrupt::install();
-    let run_name = args.run.clone().unwrap_or_else(|| {
-        let now = UtcDateTime::from_system(std::time::SystemTime::now());
-        format!("{}-{}", config.run.suite, now.compact())
-    });
-    let generated = generate::run(
+    // The run stays locked from generate to rank: no other process can change it in between.
+    crate::engine::run_dir::keep_locks_until_exit();
+    let (generated, run_name) = generate::run_named(
         cli,
         &GenerateArgs {
-            run: Some(run_name.clone()),
+            run: args.run.clone(),
             models: args.models.clone(),
             refresh: false,
             retry_failed: args.retry_failed,

@@ -1,8 +1,10 @@
 //! `runs/<run>/`: naming, locking, JSON Lines appends that survive a kill, atomic rewrites.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use anyhow::Context;
 use serde::Serialize;
@@ -16,7 +18,47 @@ use crate::error::JudgeError;
 pub struct RunDir {
     name: String,
     path: PathBuf,
-    _lock: Option<File>,
+    _lock: Option<Arc<File>>,
+}
+
+/// Run locks this process holds, by lock-file path: a second [`RunDir::create_and_lock`] of a
+/// run this process holds shares the lock instead of being refused by it.
+static HELD: Mutex<Vec<(PathBuf, Weak<File>)>> = Mutex::new(Vec::new());
+/// Locks kept until the process ends (see [`keep_locks_until_exit`]).
+static KEPT: Mutex<Vec<Arc<File>>> = Mutex::new(Vec::new());
+static KEEP: AtomicBool = AtomicBool::new(false);
+
+/// From now on every run lock this process takes is held until it exits, not released with
+/// its `RunDir`: `judge run` holds its run from generate to rank, with no gap between the steps
+/// for another process to slip into.
+pub fn keep_locks_until_exit() {
+    KEEP.store(true, Ordering::SeqCst);
+}
+
+/// `runs_dir/<base>`, or `<base>-2`, `<base>-3`, … for the first that does not exist yet: a
+/// default (time-stamped) run name must never resume another run started in the same second.
+/// The folder is created here, so that two processes cannot claim the same name.
+pub fn claim_fresh_run_name(runs_dir: &Path, base: &str) -> anyhow::Result<String> {
+    std::fs::create_dir_all(runs_dir)
+        .with_context(|| format!("failed to create `{}`", runs_dir.display()))?;
+    for k in 1u32.. {
+        let name = if k == 1 {
+            base.to_string()
+        } else {
+            format!("{base}-{k}")
+        };
+        validate_run_name(&name)?;
+        match std::fs::create_dir(runs_dir.join(&name)) {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("failed to create `{}`", runs_dir.join(&name).display())
+                });
+            }
+        }
+    }
+    unreachable!("some suffix is free")
 }
 
 /// Run names become folder names: letters, digits, `.`, `_`, `-`; not starting with `.`.
@@ -68,23 +110,66 @@ impl RunDir {
     }
 
     /// Creates the folder and takes an exclusive lock on it for this process (released when
-    /// the process ends, even when killed), so two commands never write one run at once.
+    /// the process ends, even when killed, or when every `RunDir` holding it is dropped), so
+    /// two commands never write one run at once. Taking it again in the same process shares
+    /// it. The lock file names the holder (pid and command) for the error another process
+    /// gets.
     pub fn create_and_lock(&mut self) -> anyhow::Result<()> {
+        if self._lock.is_some() {
+            return Ok(());
+        }
         std::fs::create_dir_all(&self.path)
             .with_context(|| format!("failed to create run directory `{}`", self.path.display()))?;
         let lock_path = self.file(".lock");
-        let lock = OpenOptions::new()
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|(_, file)| file.strong_count() > 0);
+        if let Some(file) = held
+            .iter()
+            .find(|(path, _)| *path == lock_path)
+            .and_then(|(_, file)| file.upgrade())
+        {
+            self._lock = Some(file);
+            return Ok(());
+        }
+        let mut lock = OpenOptions::new()
             .create(true)
             .truncate(false)
+            .read(true)
             .write(true)
             .open(&lock_path)
             .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
         if lock.try_lock().is_err() {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let by = if holder.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", crate::report::printable(holder))
+            };
             return Err(JudgeError::usage(format!(
-                "run `{}` is in use by another judge process; wait for it to finish",
+                "run `{}` is in use by another judge process{by}; wait for it to finish",
                 self.name
             ))
             .into());
+        }
+        // Who holds it, for the message above (argv holds no secret: keys come from the
+        // environment).
+        let command: Vec<String> = std::env::args().skip(1).take(3).collect();
+        let _ = lock.set_len(0).and_then(|()| {
+            writeln!(
+                lock,
+                "pid {}: judge {}",
+                std::process::id(),
+                command.join(" ")
+            )
+        });
+        let lock = Arc::new(lock);
+        held.push((lock_path, Arc::downgrade(&lock)));
+        if KEEP.load(Ordering::SeqCst) {
+            KEPT.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Arc::clone(&lock));
         }
         self._lock = Some(lock);
         Ok(())
@@ -309,13 +394,37 @@ mod tests {
     }
 
     #[test]
-    fn second_lock_is_refused() {
+    fn a_lock_held_elsewhere_is_refused_and_shared_within_the_process() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut a = RunDir::at(dir.path(), "r").expect("name");
         a.create_and_lock().expect("first lock");
+        // This process again: shared.
         let mut b = RunDir::at(dir.path(), "r").expect("name");
-        assert!(b.create_and_lock().is_err());
-        drop(a);
-        b.create_and_lock().expect("lock after release");
+        b.create_and_lock().expect("shared");
+        drop((a, b));
+        // Another holder (its own open file description, as another process has).
+        let other = File::options()
+            .read(true)
+            .write(true)
+            .open(dir.path().join("r/.lock"))
+            .expect("open");
+        other.try_lock().expect("free once both are dropped");
+        let mut c = RunDir::at(dir.path(), "r").expect("name");
+        let e = c.create_and_lock().expect_err("held elsewhere").to_string();
+        assert!(e.contains("in use by another judge process (pid "), "{e}");
+        drop(other);
+        c.create_and_lock().expect("lock after release");
+    }
+
+    #[test]
+    fn fresh_names_never_reuse_a_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let names: Vec<String> = (0..3)
+            .map(|_| claim_fresh_run_name(dir.path(), "s-20261130-120000").expect("claim"))
+            .collect();
+        assert_eq!(
+            names,
+            ["s-20261130-120000", "s-20261130-120000-2", "s-20261130-120000-3"]
+        );
     }
 }

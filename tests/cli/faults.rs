@@ -674,3 +674,64 @@ fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
         );
     }
 }
+
+#[test]
+fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
+    let p = Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    crate::common::copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    assert_eq!(p.run(&["run", "--run", "r"]).status.code(), Some(0));
+    // A writer (here: this test, as another process would) holds the run and is midway
+    // through appending a record.
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(p.path().join("runs/r/.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    std::fs::write(
+        p.path().join("runs/r/.lock"),
+        "pid 4242: judge generate --run r\n",
+    )
+    .unwrap();
+    let outputs = p.path().join("runs/r/outputs.jsonl");
+    let mut text_before = std::fs::read_to_string(&outputs).unwrap();
+    text_before.push_str("{\"task\":\"zz\",\"model\":\"ref");
+    std::fs::write(&outputs, &text_before).unwrap();
+    for args in [
+        &["rank", "--run", "r"][..],
+        &["compare", "--run", "r"],
+        &["check", "--run", "r"],
+        &["label", "sample", "--run", "r", "--n", "5"],
+        &["label", "score", "--run", "r"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains(
+                "run `r` is in use by another judge process (pid 4242: judge generate --run r)"
+            ),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert!(
+            !text(&out).contains("dropped a record"),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&outputs).unwrap(),
+            text_before,
+            "{args:?} changed a file it had no lock on"
+        );
+    }
+    // Once the writer is gone, the next command repairs the cut-off line.
+    drop(lock);
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("dropped a record cut off"),
+        "{}",
+        text(&out)
+    );
+}
