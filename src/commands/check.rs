@@ -191,6 +191,22 @@ fn policy_label(policy: &SandboxPolicy) -> &'static str {
     }
 }
 
+/// The code a check runs for `output`: extracted from an ok output, none from a failed one.
+fn code_of(output: &OutputRecord) -> Option<String> {
+    (output.status == Status::Ok)
+        .then(|| output.text.as_deref().and_then(extract_code))
+        .flatten()
+}
+
+/// Whether `record` is a finished check of `output` as it is now against `check` (the test's
+/// source): same test, same code. A record of an output since regenerated (`--retry-failed`)
+/// or of an edited check does not describe it.
+pub fn describes(record: &CheckRecord, output: &OutputRecord, check: &str) -> bool {
+    record.result != CheckOutcome::Error
+        && record.check_sha256 == sha256_hex(check)
+        && record.code_sha256 == code_of(output).as_deref().map(sha256_hex)
+}
+
 /// Makes sure every output of a task with a `check.py` has a check record: reads
 /// `checks.jsonl`, runs the missing (or outdated) checks in parallel, appends each as it
 /// finishes, then rewrites the file sorted by (task, model). Returns all current records.
@@ -213,9 +229,7 @@ pub fn ensure_checks(
         let Some(check) = suite.task(&o.task).and_then(|t| t.check.as_deref()) else {
             continue;
         };
-        let code = (o.status == Status::Ok)
-            .then(|| o.text.as_deref().and_then(extract_code))
-            .flatten();
+        let code = code_of(o);
         let check_sha = sha256_hex(check);
         let code_sha = code.as_deref().map(sha256_hex);
         // Only a record without code stands as it is: pass and fail come back from the

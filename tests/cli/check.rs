@@ -271,3 +271,46 @@ fn ctrl_c_to_the_process_group_during_run_stops_it_without_false_errors() {
         "{comparisons:?}"
     );
 }
+
+#[test]
+fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
+    let p = Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let fresh = p.run(&["run", "--run", "fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+    // `reference` failed two items in generation (as a provider error would leave them).
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let outputs = p.path().join("runs/r/outputs.jsonl");
+    let failed: String = std::fs::read_to_string(&outputs)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let task = v["task"].as_str().unwrap().to_string();
+            if v["model"] == "reference"
+                && ["asyncio-cancel-retry", "atomic-file-write"].contains(&task.as_str())
+            {
+                v["status"] = "failed".into();
+                v["text"] = serde_json::Value::Null;
+                v["error"] = serde_json::json!({"class": "server_error", "message": "HTTP 500"});
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&outputs, failed).unwrap();
+    let first = p.run(&["run", "--run", "r"]);
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert_ne!(
+        first.stdout, fresh.stdout,
+        "two failed outputs move the leaderboard"
+    );
+    // The provider is back: the failed items are generated again, and must be checked again.
+    let again = p.run(&["run", "--run", "r", "--retry-failed"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&fresh.stdout),
+        "the regenerated outputs were checked again, as in a fresh run"
+    );
+}
