@@ -211,11 +211,58 @@ fn from_run(
         .map(|(i, t)| (t.id.as_str(), i as u32))
         .collect();
     let mut rows = Vec::with_capacity(mine.len());
+    // comparisons.jsonl is derived whole by compare, one record per task and pair: anything
+    // else was edited in by hand and would move the numbers unseen.
+    let source = run_dir.file(COMPARISONS_FILE);
+    let damaged = |what: String| -> anyhow::Error {
+        JudgeError::usage(format!(
+            "`{}`: {what}; the file is derived from judgments.jsonl: delete it and run `judge compare --run {run}` to rebuild it",
+            source.display()
+        ))
+        .into()
+    };
+    let mut seen: std::collections::BTreeSet<(&str, &str, &str)> =
+        std::collections::BTreeSet::new();
     for c in &mine {
         let (Some(&a), Some(&b)) = (index.get(c.model_a.as_str()), index.get(c.model_b.as_str()))
         else {
-            continue;
+            if args.from_labels {
+                continue;
+            }
+            let unknown = [&c.model_a, &c.model_b]
+                .into_iter()
+                .find(|m| !index.contains_key(m.as_str()))
+                .expect("one of the two is unknown");
+            return Err(damaged(format!(
+                "a comparison on task `{}` names model `{unknown}`, which has no outputs in run `{run}`",
+                c.task
+            )));
         };
+        if !args.from_labels {
+            if a == b {
+                return Err(damaged(format!(
+                    "a comparison on task `{}` compares model `{}` with itself",
+                    c.task, c.model_a
+                )));
+            }
+            if !tasks.contains_key(c.task.as_str()) {
+                return Err(damaged(format!(
+                    "a comparison names task `{}`, which the run's suite does not have",
+                    c.task
+                )));
+            }
+            let pair = if c.model_a < c.model_b {
+                (c.model_a.as_str(), c.model_b.as_str())
+            } else {
+                (c.model_b.as_str(), c.model_a.as_str())
+            };
+            if !seen.insert((c.task.as_str(), pair.0, pair.1)) {
+                return Err(damaged(format!(
+                    "judge `{}` compares `{}` and `{}` on task `{}` more than once",
+                    c.judge, pair.0, pair.1, c.task
+                )));
+            }
+        }
         let outcome = match c.winner {
             Winner::ModelA => RowOutcome::Rated(StatOutcome::AWins),
             Winner::ModelB => RowOutcome::Rated(StatOutcome::BWins),

@@ -459,3 +459,48 @@ fn a_markdown_leaderboard_carries_its_warnings() {
         "{md}"
     );
 }
+
+#[test]
+fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
+    let p = Project::empty();
+    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
+    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let path = p.path().join("runs/r/comparisons.jsonl");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let first: serde_json::Value = serde_json::from_str(good.lines().next().unwrap()).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = first.clone();
+        f(&mut v);
+        std::fs::write(&path, format!("{good}{v}\n")).unwrap();
+    };
+    let cases: [(&dyn Fn(&mut serde_json::Value), &str); 4] = [
+        (&|v| v["winner"] = "model_b".into(), "more than once"),
+        (
+            &|v| v["model_b"] = "ghost".into(),
+            "names model `ghost`, which has no outputs",
+        ),
+        (&|v| v["model_b"] = v["model_a"].clone(), "with itself"),
+        (
+            &|v| v["task"] = "no-such-task".into(),
+            "task `no-such-task`, which the run's suite",
+        ),
+    ];
+    for (change, says) in cases {
+        edit(change);
+        let out = p.run(&["rank", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(2), "{says}: {}", text(&out));
+        assert!(text(&out).contains(says), "{says}: {}", text(&out));
+        assert!(
+            text(&out).contains("judge compare --run r` to rebuild it"),
+            "{}",
+            text(&out)
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
+    let again = p.run(&["rank", "--run", "r"]);
+    assert_eq!(again.stdout, out.stdout);
+}
