@@ -470,12 +470,13 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
     let path = p.path().join("runs/r/comparisons.jsonl");
     let good = std::fs::read_to_string(&path).unwrap();
     let first: serde_json::Value = serde_json::from_str(good.lines().next().unwrap()).unwrap();
-    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+    let edit = |f: &Edit| {
         let mut v = first.clone();
         f(&mut v);
         std::fs::write(&path, format!("{good}{v}\n")).unwrap();
     };
-    let cases: [(&dyn Fn(&mut serde_json::Value), &str); 4] = [
+    type Edit = dyn Fn(&mut serde_json::Value);
+    let cases: [(&Edit, &str); 4] = [
         (&|v| v["winner"] = "model_b".into(), "more than once"),
         (
             &|v| v["model_b"] = "ghost".into(),
