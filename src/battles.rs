@@ -617,6 +617,9 @@ fn check_row(
     unit: BootstrapUnit,
 ) -> Result<RowOutcome, String> {
     let outcome = outcome_of(winner)?;
+    if a.is_empty() || b.is_empty() {
+        return Err("a model name is empty".into());
+    }
     if a == b {
         return Err(format!(
             "model `{}` is compared with itself",

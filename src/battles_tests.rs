@@ -286,3 +286,16 @@ fn shapes_are_told_apart_by_the_first_bytes() {
     assert_eq!(battles_shape(b"\x1f\x8b\x08\x00"), BattlesShape::Gzip);
     assert_eq!(battles_shape(b""), BattlesShape::Lines);
 }
+
+#[test]
+fn an_empty_model_name_is_refused() {
+    for line in [
+        "{\"model_a\":\"\",\"model_b\":\"y\",\"winner\":\"tie\"}\n",
+        "{\"model_a\":\"x\",\"model_b\":\"\\u0000\\u0000\",\"winner\":\"tie\"}\n{\"model_a\":\"x\",\"model_b\":\"\",\"winner\":\"tie\"}\n",
+    ] {
+        let e = parse(line, BootstrapUnit::Comparison)
+            .expect_err(line)
+            .to_string();
+        assert!(e.contains("a model name is empty"), "{e}");
+    }
+}

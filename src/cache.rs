@@ -70,11 +70,16 @@ impl Cache {
     }
 
     /// The stored response body, if any. An unreadable or corrupt entry is treated as a miss
-    /// (it is rewritten on the next put).
+    /// (it is rewritten on the next put), and so is an entry that does not answer this key's
+    /// request: its stored request must hash to the key (a file copied or renamed into another
+    /// entry's place, or a request edited by hand, would otherwise answer for another model).
     pub fn get(&self, key: &CacheKey) -> Option<Value> {
         let bytes = std::fs::read(self.entry_path(key)).ok()?;
         let entry: Value = serde_json::from_slice(&bytes).ok()?;
-        (entry.get("cache_format")? == CACHE_FORMAT).then(|| entry.get("response").cloned())?
+        let answers_key = entry.get("cache_format")? == CACHE_FORMAT
+            && entry.get("key")?.as_str()? == key.0
+            && cache_key(entry.get("request")?).0 == key.0;
+        answers_key.then(|| entry.get("response").cloned())?
     }
 
     /// Stores a response atomically (temp file + rename), next to its canonical request.
@@ -209,6 +214,21 @@ mod tests {
         assert_eq!(cache.get(&key), Some(json!({"ok": true})));
         let path = cache.entry_path(&key);
         assert!(path.starts_with(dir.path().join(&key.as_str()[..2])));
+        // Another request's entry in this key's place is a miss, however it got there.
+        let other = canonical_request("openai", "u", "/p", &body(0.5), 1);
+        let other_key = cache_key(&other);
+        cache
+            .put(&other_key, &other, &json!({"other": true}))
+            .expect("put");
+        std::fs::copy(cache.entry_path(&other_key), &path).expect("copy");
+        assert_eq!(cache.get(&key), None, "an entry copied over another");
+        let mut edited: Value =
+            serde_json::from_slice(&std::fs::read(cache.entry_path(&other_key)).expect("read"))
+                .expect("json");
+        edited["key"] = json!(key.as_str());
+        std::fs::write(&path, serde_json::to_vec(&edited).expect("json")).expect("write");
+        assert_eq!(cache.get(&key), None, "a key edited to match");
+        assert_eq!(cache.get(&other_key), Some(json!({"other": true})));
         std::fs::write(&path, b"{\"cache_format\": 1, \"resp").expect("write");
         assert_eq!(cache.get(&key), None);
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))

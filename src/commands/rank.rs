@@ -173,7 +173,13 @@ fn from_run(
     let config = load_config(&cli.config)?;
     let (mut run_dir, manifest, suite, outputs) = load_run(&config, run)?;
     let comparisons: Vec<ComparisonRecord> = if args.from_labels {
-        comparisons_from_labels(&run_dir)?
+        let (labelled, shared) = comparisons_from_labels(&run_dir)?;
+        if shared > 0 && args.bootstrap_unit == crate::cli::UnitArg::Comparison {
+            eprintln!(
+                "warning: {shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, so the comparison bootstrap gives intervals too narrow: use --bootstrap-unit task (it resamples whole tasks)"
+            );
+        }
+        labelled
     } else {
         read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?
     };
@@ -363,17 +369,21 @@ fn from_run(
 pub const HUMAN_JUDGE: &str = "human-labels";
 
 /// Every person's effective labels as comparisons (one per labeller and item; skips left out).
-fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<Vec<ComparisonRecord>> {
+/// Every labeller's effective labels as comparisons, and how many items more than one
+/// labeller labelled.
+fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRecord>, usize)> {
     let sample: Vec<crate::label::SampleItem> =
         read_jsonl_repairing(&run_dir.file(crate::commands::label::SAMPLE_FILE))?;
     let by_id: HashMap<&str, &crate::label::SampleItem> =
         sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let mut out = Vec::new();
+    let mut labels_per_item: HashMap<String, usize> = HashMap::new();
     for records in crate::commands::label::read_all_labels(run_dir)?.values() {
         for (item, winner) in crate::label::effective_labels(records) {
             let (Some(winner), Some(s)) = (winner, by_id.get(item.as_str())) else {
                 continue;
             };
+            *labels_per_item.entry(item.clone()).or_default() += 1;
             out.push(ComparisonRecord {
                 task: s.task.clone(),
                 judge: HUMAN_JUDGE.into(),
@@ -385,7 +395,8 @@ fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<Vec<ComparisonRec
             });
         }
     }
-    Ok(out)
+    let shared = labels_per_item.values().filter(|&&n| n > 1).count();
+    Ok((out, shared))
 }
 
 fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {

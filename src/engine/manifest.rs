@@ -151,11 +151,20 @@ pub fn read_manifest(run_dir: &super::run_dir::RunDir) -> anyhow::Result<Manifes
     let path = run_dir.file("manifest.json");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("failed to read `{}`", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         crate::error::JudgeError::usage(format!(
             "`{}` is not a valid manifest ({e}); start a new run",
             path.display()
         ))
-        .into()
-    })
+    })?;
+    if manifest.schema_version > SCHEMA_VERSION {
+        return Err(crate::error::JudgeError::usage(format!(
+            "`{}` has schema_version {}, newer than this judge reads ({SCHEMA_VERSION}); the run was written by a newer judge {}: use that version",
+            path.display(),
+            manifest.schema_version,
+            manifest.tool_version
+        ))
+        .into());
+    }
+    Ok(manifest)
 }

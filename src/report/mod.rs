@@ -41,9 +41,9 @@ pub fn fmt_float(x: f64, decimals: usize) -> String {
     }
 }
 
-/// A Markdown table (pipes in cells escaped).
+/// A Markdown table; cells are escaped with [`md_cell`].
 pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
-    let esc = |s: &str| printable(s).replace('|', "\\|");
+    let esc = |s: &str| md_cell(s);
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
         "|{}|\n",
@@ -54,6 +54,20 @@ pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
             "| {} |\n",
             r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
         ));
+    }
+    out
+}
+
+/// `s` as the text of a Markdown table cell: control characters as in [`printable`], and a
+/// backslash before each character that would end the cell (`|`) or format its text (`\\`,
+/// `` ` ``, `*`, `_`, `~`, `<`, `>`), so that a model name reads as it is written.
+pub fn md_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in printable(s).chars() {
+        if matches!(c, '\\' | '|' | '`' | '*' | '_' | '~' | '<' | '>') {
+            out.push('\\');
+        }
+        out.push(c);
     }
     out
 }
@@ -128,5 +142,21 @@ pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> any
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("failed to write to stdout"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_cells_read_as_written() {
+        assert_eq!(md_cell("a*b*_c_"), "a\\*b\\*\\_c\\_");
+        assert_eq!(md_cell("back\\|slash"), "back\\\\\\|slash");
+        assert_eq!(md_cell("<b>`x`~y~</b>"), "\\<b\\>\\`x\\`\\~y\\~\\</b\\>");
+        assert_eq!(md_cell("line\nbreak"), "line\\\\nbreak");
+        assert_eq!(md_cell("[1185, 1215]"), "[1185, 1215]");
+        let table = render_markdown(&["model"], &[vec!["x|y".into()]]);
+        assert_eq!(table, "| model |\n|---|\n| x\\|y |\n");
     }
 }

@@ -194,6 +194,38 @@ fn sample_label_score_and_rank_end_to_end() {
     let board = String::from_utf8_lossy(&out.stdout);
     assert!(board.starts_with("judge: human-labels"), "{board}");
     assert!(p.path().join("runs/r/labels/leaderboard.json").is_file());
+    assert!(
+        !text(&out).contains("more than one person"),
+        "{}",
+        text(&out)
+    );
+    // bob labels the same items: their rows are not independent of alice's.
+    let alice_labels = p.read("runs/r/labels/alice.jsonl");
+    p.write(
+        "runs/r/labels/bob.jsonl",
+        &alice_labels.replace("\"alice\"", "\"bob\""),
+    );
+    let out = p.run(&["rank", "--run", "r", "--from-labels"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: 20 item(s) carry labels from more than one person"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--from-labels",
+        "--bootstrap-unit",
+        "task",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !text(&out).contains("more than one person"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

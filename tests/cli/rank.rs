@@ -504,4 +504,17 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
     let again = p.run(&["rank", "--run", "r"]);
     assert_eq!(again.stdout, out.stdout);
+    // A run written by a newer judge is not read as if it were this one's.
+    let manifest = p.path().join("runs/r/manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["schema_version"] = 99.into();
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("has schema_version 99, newer than this judge reads"),
+        "{}",
+        text(&out)
+    );
 }
