@@ -176,10 +176,13 @@ pub fn rank(
             ));
         }
     }
+    // Within a rank by win rate, to 1e-9: models with the same record have win rates equal
+    // up to rounding noise, and their order follows their names, not that noise.
+    let grid = |w: f64| (w * 1e9).round() as i64;
     standings.sort_by(|x, y| {
         x.rank
             .cmp(&y.rank)
-            .then(y.win_rate.total_cmp(&x.win_rate))
+            .then(grid(y.win_rate).cmp(&grid(x.win_rate)))
             .then(x.model.cmp(&y.model))
     });
     Ok(Fitted {

@@ -177,6 +177,77 @@ pub(crate) struct Newton {
     step: Vec<f64>,
     trial: Vec<f64>,
     expo: Vec<f64>,
+    groups: Groups,
+}
+
+/// The connected groups of the comparison graph (models linked by pairs with games), to keep
+/// the strengths of each group summing to zero. The likelihood does not change when a group's
+/// strengths all move by one constant, so the prior alone fixes that level, at Σθ = 0 over the
+/// group (the group's gradient sums to λ·Σθ): the optimum lies in that subspace, and Newton's
+/// method stays in it exactly. Off it, with a prior of 1e-8 the step along the level is
+/// rounding noise divided by λ, and never gets short enough to stop.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Groups {
+    /// Group of each model.
+    of: Vec<usize>,
+    /// Per group: sum, then mean, of the vector being centred.
+    sums: Vec<f64>,
+    sizes: Vec<f64>,
+}
+
+impl Groups {
+    /// The groups of `p` models linked by the `pairs` whose `n` is positive.
+    pub(crate) fn find(&mut self, p: usize, pairs: &[(usize, usize)], n: &[f64]) {
+        // Union–find with path halving.
+        let mut parent: Vec<usize> = (0..p).collect();
+        fn root(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        for (&(i, j), &games) in pairs.iter().zip(n) {
+            if games > 0.0 {
+                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                if a != b {
+                    parent[a.max(b)] = a.min(b);
+                }
+            }
+        }
+        let mut number = vec![usize::MAX; p];
+        self.of.clear();
+        let mut groups = 0;
+        for i in 0..p {
+            let r = root(&mut parent, i);
+            if number[r] == usize::MAX {
+                number[r] = groups;
+                groups += 1;
+            }
+            self.of.push(number[r]);
+        }
+        self.sums.clear();
+        self.sums.resize(groups, 0.0);
+        self.sizes.clear();
+        self.sizes.resize(groups, 0.0);
+        for &g in &self.of {
+            self.sizes[g] += 1.0;
+        }
+    }
+
+    /// Subtracts from `x` its mean over each group.
+    pub(crate) fn center(&mut self, x: &mut [f64]) {
+        self.sums.fill(0.0);
+        for (&g, &v) in self.of.iter().zip(x.iter()) {
+            self.sums[g] += v;
+        }
+        for (sum, size) in self.sums.iter_mut().zip(&self.sizes) {
+            *sum /= size;
+        }
+        for (&g, v) in self.of.iter().zip(x.iter_mut()) {
+            *v -= self.sums[g];
+        }
+    }
 }
 
 impl Newton {
@@ -189,6 +260,7 @@ impl Newton {
             step: vec![0.0; p],
             trial: vec![0.0; p],
             expo: Vec::with_capacity(p),
+            groups: Groups::default(),
         }
     }
 
@@ -214,6 +286,10 @@ impl Newton {
         step_tol: f64,
     ) -> Result<usize, StatsError> {
         debug_assert_eq!(theta.len(), self.p);
+        // Every group's strengths sum to zero at the optimum (see [`Groups`]): start there and
+        // keep every step there.
+        self.groups.find(self.p, pairs, &data.n);
+        self.groups.center(theta);
         for iteration in 1..=MAX_ITERATIONS {
             let expo = Exponentials::new(theta, &mut self.expo);
             gradient_hessian(
@@ -234,6 +310,7 @@ impl Newton {
                     iterations: iteration,
                 });
             }
+            self.groups.center(&mut self.step);
             let size = self.step.iter().fold(0.0_f64, |m, s| m.max(s.abs()));
             if !size.is_finite() {
                 return Err(StatsError::NotConverged {
