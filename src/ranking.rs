@@ -148,6 +148,11 @@ pub fn rank(
             "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
         ));
     }
+    if params.unit == BootstrapUnit::Task && crate::stats::tasks_are_single_rows(&input) {
+        warnings.push(
+            "every task holds a single comparison, so the task bootstrap resamples single comparisons: it is the comparison bootstrap here (drawn as one), and clusters nothing".into(),
+        );
+    }
     let mut standings: Vec<Standing> = (0..n)
         .map(|i| {
             standing(

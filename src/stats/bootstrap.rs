@@ -88,6 +88,14 @@ pub fn bootstrap(
     if unit == BootstrapUnit::Task && !input.has_tasks() {
         return Err(StatsError::NoTaskData);
     }
+    let reported = unit;
+    // Every task one row: picking T of the T tasks is picking T of the T rows, the comparison
+    // bootstrap's multinomial over the cells (one draw per cell, not one per task).
+    let unit = if unit == BootstrapUnit::Task && tasks_are_single_rows(input) {
+        BootstrapUnit::Comparison
+    } else {
+        unit
+    };
     let p = input.n_models();
     let start = checked_start(&full_fit.theta, p)?;
     let mut tails = Tails {
@@ -134,9 +142,15 @@ pub fn bootstrap(
         win_rate: win_ci,
         theta: theta_ci,
         resamples,
-        unit,
+        unit: reported,
         seed,
     })
+}
+
+/// Whether every task holds exactly one (rated or both-bad) row: then resampling tasks is
+/// resampling rows (Chatbot Arena's battle files give every battle its own `question_id`).
+pub fn tasks_are_single_rows(input: &BootstrapInput) -> bool {
+    input.has_tasks() && input.n_tasks() as u64 == input.rows()
 }
 
 /// What every worker needs.

@@ -141,9 +141,12 @@ fn quadrupling_rows_halves_interval_widths() {
 }
 
 #[test]
-fn task_unit_with_one_row_per_task_agrees_with_comparison_unit() {
-    let rows = synthetic_rows(4, 1200, 1200);
+fn task_unit_with_about_one_row_per_task_agrees_with_comparison_unit() {
+    // 1200 rows on 1199 tasks (the last two rows share one): resampled by task picks.
+    let mut rows = synthetic_rows(4, 1200, 1200);
+    rows[1199].3 = rows[1198].3;
     let (input, fit) = prepare(4, &rows, 0.1);
+    assert!(!tasks_are_single_rows(&input));
     let by_row = run(&input, &fit, BootstrapUnit::Comparison, 3, 2);
     let by_task = run(&input, &fit, BootstrapUnit::Task, 3, 2);
     for (a, b) in by_row.win_rate.iter().zip(&by_task.win_rate) {
@@ -152,6 +155,20 @@ fn task_unit_with_one_row_per_task_agrees_with_comparison_unit() {
             "{a:?} vs {b:?}"
         );
     }
+}
+
+#[test]
+fn task_unit_with_one_row_per_task_is_drawn_as_the_comparison_unit() {
+    let rows = synthetic_rows(4, 1200, 1200);
+    let (input, fit) = prepare(4, &rows, 0.1);
+    assert!(tasks_are_single_rows(&input));
+    let by_row = run(&input, &fit, BootstrapUnit::Comparison, 3, 2);
+    let by_task = run(&input, &fit, BootstrapUnit::Task, 3, 2);
+    assert_eq!(by_task.unit, BootstrapUnit::Task, "reported as asked");
+    assert_eq!(
+        (&by_task.rating, &by_task.win_rate),
+        (&by_row.rating, &by_row.win_rate)
+    );
 }
 
 #[test]

@@ -21,7 +21,9 @@ mod wilson;
 #[cfg(test)]
 mod test_support;
 
-pub use bootstrap::{BootstrapResult, BootstrapUnit, DEFAULT_RESAMPLES, bootstrap};
+pub use bootstrap::{
+    BootstrapResult, BootstrapUnit, DEFAULT_RESAMPLES, bootstrap, tasks_are_single_rows,
+};
 pub use bootstrap_input::{BootstrapInput, BootstrapInputBuilder};
 pub use bradley_terry::{
     BtFit, DEFAULT_PRIOR, RATING_BASE, RATING_SCALE, fit_bradley_terry, rating_from_theta, sigmoid,
