@@ -272,6 +272,9 @@ pub struct AgreementStats {
     pub kappa: Option<f64>,
     /// 95% bootstrap interval of kappa over items.
     pub kappa_ci: Option<Interval>,
+    /// Resamples in which kappa was defined: the interval's sample (the others put every item
+    /// in one category on both sides, where kappa is 0/0).
+    pub kappa_resamples: usize,
     /// Rows: the reference (judge, or first person) `a, b, tie, both_bad`; columns: the other.
     pub confusion: [[u64; 4]; 4],
 }
@@ -293,17 +296,19 @@ pub fn agreement_stats(
     for (a, b) in pairs {
         confusion[index(*a)][index(*b)] += 1;
     }
+    let (kappa_ci, kappa_resamples) = if pairs.is_empty() {
+        (None, 0)
+    } else {
+        kappa_bootstrap(&x, &y, resamples, seed)?
+    };
     Ok(AgreementStats {
         items: pairs.len(),
         agreement: agreement(&x, &y)?,
         agreement_excluding_ties: agreement(&nx, &ny)?,
         items_excluding_ties: no_ties.len(),
         kappa: cohen_kappa(&x, &y)?,
-        kappa_ci: if pairs.is_empty() {
-            None
-        } else {
-            kappa_bootstrap(&x, &y, resamples, seed)?
-        },
+        kappa_ci,
+        kappa_resamples,
         confusion,
     })
 }

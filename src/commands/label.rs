@@ -714,5 +714,14 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
     let scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
     write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
     write_stdout_or_file(&render_scores(&scores, args.format), args.output.as_deref())?;
+    // The table and Markdown carry their warnings; data formats keep them out of the data.
+    if matches!(
+        args.format,
+        crate::report::Format::Csv | crate::report::Format::Json
+    ) {
+        for w in &scores.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     Ok(Outcome::Success)
 }

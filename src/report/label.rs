@@ -55,6 +55,8 @@ pub struct Scores {
     pub coverage_by_task: Vec<Stratum>,
     pub coverage_by_pair: Vec<Stratum>,
     pub note: &'static str,
+    /// What the numbers above cannot say (zero-width intervals, undefined resamples).
+    pub warnings: Vec<String>,
 }
 
 type Labels = BTreeMap<String, BTreeMap<String, Option<Winner>>>;
@@ -135,7 +137,49 @@ pub fn score_labels(
         coverage_by_task: coverage(&|s| s.task.clone()),
         coverage_by_pair: coverage(&|s| format!("{} vs {}", s.model_a, s.model_b)),
         note: KAPPA_NOTE,
-    })
+        warnings: Vec::new(),
+    }
+    .with_warnings())
+}
+
+impl Scores {
+    /// Fills `warnings`: a kappa interval of zero width, and resamples left out of an interval
+    /// because kappa was undefined in them, for every row of the report.
+    fn with_warnings(mut self) -> Scores {
+        let mut rows: Vec<(String, &AgreementStats)> = self
+            .labellers
+            .iter()
+            .map(|l| (format!("`{}` vs the judge", l.labeller), &l.vs_judge))
+            .collect();
+        rows.push(("everyone vs the judge".into(), &self.overall));
+        rows.extend(self.human_human.iter().map(|h| {
+            (
+                format!("`{}` vs `{}`", h.labeller_1, h.labeller_2),
+                &h.stats,
+            )
+        }));
+        let mut warnings = Vec::new();
+        for (who, st) in rows {
+            let Some(ci) = st.kappa_ci else { continue };
+            let who = crate::report::printable(&who);
+            if ci.width() == 0.0 {
+                warnings.push(format!(
+                    "{who}: the kappa interval has zero width: every resample of the {} item(s) gave the same kappa, which says nothing about its uncertainty; label more items",
+                    st.items
+                ));
+            }
+            if st.kappa_resamples < self.resamples {
+                warnings.push(format!(
+                    "{who}: kappa was undefined in {} of {} resamples (every item in one category on both sides) and the interval is over the other {}",
+                    self.resamples - st.kappa_resamples,
+                    self.resamples,
+                    st.kappa_resamples
+                ));
+            }
+        }
+        self.warnings = warnings;
+        self
+    }
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -210,18 +254,20 @@ fn text_report(s: &Scores, markdown: bool) -> String {
             .human_human
             .iter()
             .map(|h| {
-                row(
+                let mut r = row(
                     &format!("{} vs {}", h.labeller_1, h.labeller_2),
                     h.stats.items,
                     &h.stats,
-                )
+                );
+                // Items both labelled: the same count twice in `row`'s layout.
+                r.remove(2);
+                r
             })
             .collect();
         out.push_str(&table(
             &[
                 "labellers",
                 "shared",
-                "paired",
                 "agreement",
                 "excl. ties",
                 "kappa",
@@ -239,6 +285,9 @@ fn text_report(s: &Scores, markdown: bool) -> String {
         s.coverage_by_pair.len(),
         KAPPA_NOTE
     ));
+    for w in &s.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     out
 }
 
@@ -289,5 +338,72 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
             );
             w.into_inner().expect("writing to memory cannot fail")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::label::Side;
+
+    #[test]
+    fn scores_warn_of_zero_width_and_undefined_resamples() {
+        let sample: Vec<SampleItem> = (0..6)
+            .map(|k| SampleItem {
+                item: format!("i{k:04}"),
+                task: format!("t{k}"),
+                model_a: "x".into(),
+                model_b: "y".into(),
+                first: Side::ModelA,
+                judge: "j".into(),
+            })
+            .collect();
+        let verdicts: BTreeMap<&str, Option<LabelCategory>> = sample
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let v = if k < 5 {
+                    LabelCategory::A
+                } else {
+                    LabelCategory::B
+                };
+                (s.item.as_str(), Some(v))
+            })
+            .collect();
+        // dave agrees on all six (5 × a, 1 × b); alice labels one item.
+        let agree: BTreeMap<String, Option<Winner>> = sample
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let w = if k < 5 {
+                    Winner::ModelA
+                } else {
+                    Winner::ModelB
+                };
+                (s.item.clone(), Some(w))
+            })
+            .collect();
+        let one: BTreeMap<String, Option<Winner>> =
+            [(sample[0].item.clone(), Some(Winner::ModelA))].into();
+        let labels: Labels = [("dave".to_string(), agree), ("alice".to_string(), one)].into();
+        let scores = score_labels(&sample, &verdicts, &labels, 1000, 5).expect("scores");
+        let dave = &scores.labellers[1];
+        assert_eq!(dave.labeller, "dave");
+        assert!(
+            (200..500).contains(&(1000 - dave.vs_judge.kappa_resamples)),
+            "{}",
+            dave.vs_judge.kappa_resamples
+        );
+        let all = scores.warnings.join("\n");
+        assert!(
+            all.contains("`dave` vs the judge: kappa was undefined in"),
+            "{all}"
+        );
+        assert!(
+            all.contains("`dave` vs the judge: the kappa interval has zero width"),
+            "{all}"
+        );
+        let text = String::from_utf8(render_scores(&scores, Format::Table)).expect("utf-8");
+        assert!(text.contains("warning: `dave` vs the judge"), "{text}");
     }
 }

@@ -55,13 +55,14 @@ pub fn cohen_kappa(
 /// 95% percentile bootstrap interval of kappa over items, from `resamples` resamples seeded
 /// by `seed` (one generator per resample, see `resample_rng`). Resampling items with replacement is drawn
 /// as a multinomial over the 16 contingency cells, which has the same distribution.
-/// Resamples in which kappa is undefined are left out; `None` when none is defined.
+/// Resamples in which kappa is undefined are left out; `None` when none is defined. Also
+/// returns in how many resamples kappa was defined (the interval's sample).
 pub fn kappa_bootstrap(
     judge: &[LabelCategory],
     human: &[LabelCategory],
     resamples: usize,
     seed: u64,
-) -> Result<Option<Interval>, StatsError> {
+) -> Result<(Option<Interval>, usize), StatsError> {
     if resamples == 0 {
         return Err(StatsError::NoResamples);
     }
@@ -73,7 +74,8 @@ pub fn kappa_bootstrap(
             kappa_of(&drawn)
         })
         .collect();
-    Ok(percentile_interval(&mut samples))
+    let defined = samples.len();
+    Ok((percentile_interval(&mut samples), defined))
 }
 
 /// Builds the contingency table, checking that both label lists have the same length.
@@ -189,13 +191,28 @@ mod tests {
             .map(|i| [A, B, Tie, BothBad][(i % 4 + i / 150) % 4])
             .collect();
         let kappa = cohen_kappa(&judge, &human).expect("ok").expect("defined");
-        let ci = kappa_bootstrap(&judge, &human, 1000, 7)
-            .expect("ok")
-            .expect("defined");
+        let (ci, defined) = kappa_bootstrap(&judge, &human, 1000, 7).expect("ok");
+        let ci = ci.expect("defined");
         assert!(ci.contains(kappa), "{ci:?} vs {kappa}");
-        assert_eq!(kappa_bootstrap(&judge, &human, 1000, 7), Ok(Some(ci)));
-        assert_ne!(kappa_bootstrap(&judge, &human, 1000, 8), Ok(Some(ci)));
-        assert_eq!(kappa_bootstrap(&[Tie], &[Tie], 10, 1), Ok(None));
+        assert_eq!(defined, 1000);
+        assert_eq!(
+            kappa_bootstrap(&judge, &human, 1000, 7),
+            Ok((Some(ci), 1000))
+        );
+        assert_ne!(
+            kappa_bootstrap(&judge, &human, 1000, 8),
+            Ok((Some(ci), 1000))
+        );
+        assert_eq!(kappa_bootstrap(&[Tie], &[Tie], 10, 1), Ok((None, 0)));
+        // One item off the diagonal in six: in a resample without it, both sides put every
+        // item in one category and kappa is undefined (0/0); those resamples are counted out.
+        let (_, defined) =
+            kappa_bootstrap(&[A, A, A, A, A, B], &[A, A, A, A, A, B], 1000, 3).expect("valid");
+        assert!(
+            (200..500).contains(&(1000 - defined)),
+            "undefined in {}",
+            1000 - defined
+        );
     }
 
     fn category() -> impl Strategy<Value = LabelCategory> {
