@@ -108,7 +108,7 @@ pub fn compare_summary(
     let header = [
         "judge",
         "calls",
-        "new",
+        "now",
         "cached",
         "retried",
         "unparsable",
