@@ -55,6 +55,30 @@ pub(super) fn kill_group(pgid: u32) {
         .status();
 }
 
+/// Removes the work directories under `base` that a killed judge left behind (its drop never
+/// ran): `judge-check-<pid>-…` whose process no longer exists. Best effort: what cannot be
+/// removed (another user's) stays.
+pub(super) fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("judge-check-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The temporary host directory of one run; removed on drop.
 pub(super) struct WorkDir {
     pub(super) path: PathBuf,
@@ -64,6 +88,8 @@ impl WorkDir {
     /// Make a fresh directory under `base`, mode 0700, owned by `owner` when
     /// given (the harness is root and the code runs as that uid).
     pub(super) fn create(base: &Path, owner: Option<u32>) -> Result<WorkDir, SandboxError> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep_stale(base));
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -827,3 +827,27 @@ fn exiting_with_status_zero_is_not_a_pass() {
         );
     }
 }
+
+#[test]
+fn work_dirs_of_dead_processes_are_swept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+    let dead = child.id();
+    child.wait().expect("wait");
+    let stale = dir.path().join(format!("judge-check-{dead}-0-000000001"));
+    std::fs::create_dir_all(stale.join("sub")).expect("mkdir");
+    std::fs::write(stale.join("sub/solution.py"), "x").expect("write");
+    let mine = dir
+        .path()
+        .join(format!("judge-check-{}-0-000000002", std::process::id()));
+    let init = dir.path().join("judge-check-1-0-000000003");
+    let other = dir.path().join("judge-checker-notes");
+    for d in [&mine, &init, &other] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    process::sweep_stale(dir.path());
+    assert!(!stale.exists(), "a dead process's directory is removed");
+    for d in [&mine, &init, &other] {
+        assert!(d.exists(), "{} stays", d.display());
+    }
+}
