@@ -831,7 +831,9 @@ fn exiting_with_status_zero_is_not_a_pass() {
 #[test]
 fn work_dirs_of_dead_processes_are_swept() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+    let mut child = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
     let dead = child.id();
     child.wait().expect("wait");
     let stale = dir.path().join(format!("judge-check-{dead}-0-000000001"));
