@@ -242,7 +242,8 @@ struct Chunk {
     lines: usize,
     rows: Vec<Row>,
     models: Vec<String>,
-    tasks: Vec<String>,
+    /// Task labels by [`label_key`], in order of first appearance.
+    tasks: Vec<u128>,
     error: Option<BattlesError>,
 }
 
@@ -343,9 +344,8 @@ fn send_blocks(
 fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
     let mut chunk = Chunk::default();
     let mut models: FastMap<&[u8], u32> = FastMap::default();
-    let mut tasks: FastMap<&[u8], u32> = FastMap::default();
+    let mut tasks = TaskTable::default();
     let mut owned_models: FastMap<String, u32> = FastMap::default();
-    let mut owned_tasks: FastMap<String, u32> = FastMap::default();
     let mut pos = 0;
     while pos < block.len() {
         chunk.lines += 1;
@@ -388,7 +388,7 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                 unit,
             ),
             Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
-                Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut owned_tasks, &r, unit),
+                Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit),
                 Err(e) => Err(format!(
                     "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
                 )),
@@ -635,10 +635,50 @@ fn check_row(
     Ok(outcome)
 }
 
+/// A task label's identity: the first 128 bits of its SHA-256. Two distinct labels collide
+/// with probability about n²/2^129 (1.5e-27 for a million labels); holding these instead of
+/// the labels keeps a million distinct question ids at 16 bytes each, and makes a label that
+/// arrives escaped (`q\u00e9`) or as a number (`81`) the same task as its plain text.
+fn label_key(label: &[u8]) -> u128 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(label);
+    u128::from_le_bytes(digest[..16].try_into().expect("16 of 32 bytes"))
+}
+
+/// A block's task labels: by their bytes in the block (no hashing for a label seen before)
+/// and by [`label_key`] (labels from both paths of [`parse_block`]).
+#[derive(Default)]
+struct TaskTable<'a> {
+    by_bytes: FastMap<&'a [u8], u32>,
+    by_key: FastMap<u128, u32>,
+}
+
+impl<'a> TaskTable<'a> {
+    /// The block-local number of `label` (valid UTF-8 text), new labels appended to `keys`.
+    fn intern(&mut self, keys: &mut Vec<u128>, label: &'a [u8]) -> Result<u32, String> {
+        if let Some(&i) = self.by_bytes.get(label) {
+            return Ok(i);
+        }
+        std::str::from_utf8(label).map_err(|_| "a question_id is not valid UTF-8".to_string())?;
+        let i = self.by_key(keys, label);
+        self.by_bytes.insert(label, i);
+        Ok(i)
+    }
+
+    /// [`TaskTable::intern`] of a decoded label (not cached by its bytes).
+    fn by_key(&mut self, keys: &mut Vec<u128>, label: &[u8]) -> u32 {
+        let key = label_key(label);
+        *self.by_key.entry(key).or_insert_with(|| {
+            keys.push(key);
+            u32::try_from(keys.len() - 1).expect("fewer than 2^32 tasks")
+        })
+    }
+}
+
 fn add_row<'a>(
     chunk: &mut Chunk,
     models: &mut FastMap<&'a [u8], u32>,
-    tasks: &mut FastMap<&'a [u8], u32>,
+    tasks: &mut TaskTable<'a>,
     (model_a, model_b, winner, question): Fields<'a>,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
@@ -646,7 +686,7 @@ fn add_row<'a>(
     let a = intern(models, &mut chunk.models, model_a)?;
     let b = intern(models, &mut chunk.models, model_b)?;
     let task = match question {
-        Some(q) if unit == BootstrapUnit::Task => intern(tasks, &mut chunk.tasks, q)?,
+        Some(q) if unit == BootstrapUnit::Task => tasks.intern(&mut chunk.tasks, q)?,
         _ => u32::MAX,
     };
     chunk.rows.push(Row {
@@ -661,7 +701,7 @@ fn add_row<'a>(
 fn add_owned(
     chunk: &mut Chunk,
     models: &mut FastMap<String, u32>,
-    tasks: &mut FastMap<String, u32>,
+    tasks: &mut TaskTable<'_>,
     r: &OwnedRow,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
@@ -675,7 +715,7 @@ fn add_owned(
     let a = intern_owned(models, &mut chunk.models, &r.model_a);
     let b = intern_owned(models, &mut chunk.models, &r.model_b);
     let task = match r.question_id.as_ref().map(QuestionId::text) {
-        Some(q) if unit == BootstrapUnit::Task => intern_owned(tasks, &mut chunk.tasks, &q),
+        Some(q) if unit == BootstrapUnit::Task => tasks.by_key(&mut chunk.tasks, q.as_bytes()),
         _ => u32::MAX,
     };
     chunk.rows.push(Row {
@@ -692,7 +732,7 @@ fn add_owned(
 fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
     let mut models: Vec<String> = Vec::new();
     let mut model_ids: HashMap<String, u32> = HashMap::new();
-    let mut task_ids: HashMap<String, u32> = HashMap::new();
+    let mut task_ids: FastMap<u128, u32> = FastMap::default();
     let mut rows = Vec::new();
     let mut lines_before = 0;
     for chunk in chunks {
@@ -709,9 +749,9 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
         let task_map: Vec<u32> = chunk
             .tasks
             .into_iter()
-            .map(|name| {
+            .map(|key| {
                 let next = task_ids.len() as u32;
-                *task_ids.entry(name).or_insert(next)
+                *task_ids.entry(key).or_insert(next)
             })
             .collect();
         rows.extend(chunk.rows.iter().map(|r| Row {

@@ -299,3 +299,27 @@ fn an_empty_model_name_is_refused() {
         assert!(e.contains("a model name is empty"), "{e}");
     }
 }
+
+#[test]
+fn an_escaped_label_is_the_same_task_as_its_plain_text() {
+    // Many distinct escaped labels in one block: each is hashed once (this was a linear
+    // search per new label, quadratic in a block), and equals its plain spelling.
+    let mut text = String::new();
+    for k in 0..3000 {
+        text.push_str(&format!(
+            "{{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":\"q\\u00e9{k}\"}}\n"
+        ));
+    }
+    text.push_str(
+        "{\"model_a\":\"y\",\"model_b\":\"x\",\"winner\":\"tie\",\"question_id\":\"qé2999\"}\n",
+    );
+    let (_, rows) = parse(&text, BootstrapUnit::Task).expect("valid");
+    assert_eq!(rows.len(), 3001);
+    assert_eq!(rows[3000].task, rows[2999].task);
+    let distinct: std::collections::BTreeSet<u32> = rows.iter().map(|r| r.task).collect();
+    assert_eq!(distinct.len(), 3000);
+    let bad =
+        b"{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":\"q\xff\"}\n";
+    let e = parse_battles(&bad[..], BootstrapUnit::Task).expect_err("not UTF-8");
+    assert!(e.to_string().contains("not valid UTF-8"), "{e}");
+}
