@@ -164,15 +164,25 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The sandbox policy; refuses when bubblewrap cannot run unless `no_sandbox`.
+/// The longest wall-clock limit a check may be given (`--timeout-secs`): one hour.
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
+
+/// The sandbox policy; refuses when bubblewrap cannot run unless `no_sandbox`, and a
+/// `timeout_secs` outside 1..=[`MAX_TIMEOUT_SECS`].
 pub fn sandbox_policy(
     no_sandbox: bool,
     timeout_secs: Option<u64>,
 ) -> anyhow::Result<SandboxPolicy> {
     let mut policy = SandboxPolicy::default();
     if let Some(t) = timeout_secs {
-        policy.wall_timeout = std::time::Duration::from_secs(t.max(1));
-        policy.cpu_secs = policy.cpu_secs.min(t.max(1));
+        if !(1..=MAX_TIMEOUT_SECS).contains(&t) {
+            return Err(JudgeError::usage(format!(
+                "--timeout-secs {t} is out of range: give 1 to {MAX_TIMEOUT_SECS} seconds (a check that sleeps is stopped only by this wall clock)"
+            ))
+            .into());
+        }
+        policy.wall_timeout = std::time::Duration::from_secs(t);
+        policy.cpu_secs = policy.cpu_secs.min(t);
     }
     if no_sandbox {
         policy.mode = SandboxMode::None;
@@ -347,7 +357,9 @@ fn check_one(
     let canonical = json!({
         "kind": "check",
         // 2: a check passes only by running to its end (SystemExit(0) and os._exit fail).
-        "runner": 2,
+        // 3: the finish marker carries a nonce from stdin, the interpreter must be as it was,
+        // a crash after the start is a failure, /dev/shm is capped.
+        "runner": 3,
         "check_sha256": record.check_sha256,
         "code_sha256": record.code_sha256,
         "sandbox": record.sandbox,

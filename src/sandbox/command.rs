@@ -16,14 +16,49 @@ pub(super) const MAX_OPEN_FILES: u64 = 256;
 /// Written to stderr by the launcher right before it `exec`s the check.
 pub(super) const LAUNCH_MARKER: &[u8] = b"\x1ejudge-sandbox:launched\x1e\n";
 
-/// Written to stderr by the runner after `check.py` ran to its end (and only then).
-pub(super) const FINISH_MARKER: &[u8] = b"\x1ejudge-sandbox:finished\x1e\n";
+/// Written to stderr by the runner after `check.py` ran to its end (and only then), with the
+/// run's nonce between `FINISH_PREFIX` and `FINISH_SUFFIX`.
+pub(super) const FINISH_PREFIX: &[u8] = b"\x1ejudge-sandbox:finished:";
+pub(super) const FINISH_SUFFIX: &[u8] = b"\x1e\n";
+
+/// The finish marker of a run whose nonce is `nonce` (ASCII hex).
+pub(super) fn finish_marker(nonce: &str) -> String {
+    let text = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .expect("the marker is ASCII")
+            .to_string()
+    };
+    format!("{}{nonce}{}", text(FINISH_PREFIX), text(FINISH_SUFFIX))
+}
 
 /// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
 /// to its end. A check passes only by running to its end: `SystemExit(0)` (from the check or
 /// from the solution, e.g. a module-level `sys.exit(main())`) is a failure, and an exit that
 /// skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
-pub(super) const RUNNER: &str = r#"import os, runpy, sys, traceback
+///
+/// The marker carries a nonce that the harness writes to the runner's stdin: read and
+/// replaced by /dev/null before anything else runs, it is in no file, argument or environment
+/// variable the solution can read. And a check passes only if it ran with the interpreter as
+/// it was: a solution that replaced `sys.exit`, `os._exit`, `print`, the exception classes
+/// or installed a trace function (to silence the check's failure) fails. Both raise the bar;
+/// neither stops code written to defeat an in-process check (see the README).
+pub(super) const RUNNER: &str = r#"import os, runpy, sys, traceback, builtins
+_nonce = b''
+while True:
+    _chunk = os.read(0, 256)
+    if not _chunk:
+        break
+    _nonce += _chunk
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+_marker = PREFIX + _nonce.strip() + SUFFIX
+del _nonce, _chunk
+_write, _getattr, _gettrace, _getprofile = os.write, getattr, sys.gettrace, sys.getprofile
+_guard = [(sys, 'exit'), (sys, 'excepthook'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
+          (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
+          (builtins, 'Exception'), (builtins, 'AssertionError')]
+_before = [_getattr(o, n, None) for o, n in _guard]
 sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())
 code = 1
@@ -40,13 +75,22 @@ except SystemExit as e:
         sys.stderr.write('%s\n' % (c,))
 except BaseException:
     traceback.print_exc()
+_changed = [n for (o, n), b in zip(_guard, _before) if _getattr(o, n, None) is not b]
+if _gettrace() is not None or _getprofile() is not None:
+    _changed.append('a trace or profile function')
+if code == 0 and _changed:
+    code = 1
+    try:
+        sys.__stderr__.write('judge: check.py ran with %s replaced (by the solution?); a check passes only with the interpreter as it was\n' % ', '.join(_changed))
+    except BaseException:
+        pass
 try:
     sys.stdout.flush()
     sys.stderr.flush()
 except BaseException:
     pass
 if code == 0:
-    os.write(2, FINISHED)
+    _write(2, _marker)
 os._exit(code)
 "#;
 
@@ -98,13 +142,17 @@ pub(super) fn launcher_args(policy: &SandboxPolicy, nproc: u64) -> Vec<OsString>
     args.push("-c".into());
     args.push(
         RUNNER_SOURCE
-            .get_or_init(|| RUNNER.replace("FINISHED", &bytes_literal(FINISH_MARKER)))
+            .get_or_init(|| {
+                RUNNER
+                    .replace("PREFIX", &bytes_literal(FINISH_PREFIX))
+                    .replace("SUFFIX", &bytes_literal(FINISH_SUFFIX))
+            })
             .into(),
     );
     args
 }
 
-/// [`RUNNER`] with the finish marker spelled in.
+/// [`RUNNER`] with the finish marker's prefix and suffix spelled in.
 pub(super) static RUNNER_SOURCE: OnceLock<String> = OnceLock::new();
 
 /// A Python bytes literal for `bytes`.
@@ -267,7 +315,20 @@ pub(super) fn bwrap_args(
     for path in &etc {
         a.extend(["--ro-bind-try".into(), path.into(), path.into()]);
     }
-    a.extend(["--proc", "/proc", "--dev", "/dev", "--perms", "1777"].map(OsString::from));
+    a.extend(["--proc", "/proc", "--dev", "/dev"].map(OsString::from));
+    // /dev is a tmpfs of half the RAM: /dev/shm gets its own, capped like /tmp, and /dev is
+    // made read-only below (without --size, /dev/shm stays read-only with it).
+    if features.size {
+        a.extend([
+            "--size".into(),
+            policy.tmpfs_bytes.max(1 << 20).to_string().into(),
+            "--perms".into(),
+            "1777".into(),
+            "--tmpfs".into(),
+            "/dev/shm".into(),
+        ]);
+    }
+    a.extend(["--perms", "1777"].map(OsString::from));
     if features.size {
         a.extend([
             "--size".into(),
@@ -284,6 +345,8 @@ pub(super) fn bwrap_args(
         [
             "--remount-ro",
             "/",
+            "--remount-ro",
+            "/dev",
             "--chdir",
             SANDBOX_WORKDIR,
             "--clearenv",

@@ -98,7 +98,8 @@
 //! count every process the user owns. The process runs in its own process
 //! group, which is killed at the timeout and after the check exits; a
 //! descendant that calls `setsid` escapes that kill and lives until its own
-//! CPU limit. `--no-sandbox` is for trusted code only.
+//! CPU limit, which a sleeping one never reaches: it outlives the check.
+//! `--no-sandbox` is for trusted code only.
 //!
 //! # Verdicts
 //!
@@ -404,9 +405,11 @@ fn run_check_in(
         Some(bwrap) => (bwrap_command(policy, bwrap, drop_to, &work.path), "bwrap"),
         None => (plain_command(policy, drop_to, &work.path), "none"),
     };
-    cmd.stdin(Stdio::null())
+    // The runner reads the nonce of its finish marker from stdin (see `command::RUNNER`).
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let nonce = fresh_nonce();
     // Its own process group: killable as one, and out of reach of the terminal's Ctrl-C,
     // which is the harness's to handle (a check killed by it would read as an error).
     cmd.process_group(0);
@@ -439,6 +442,11 @@ fn run_check_in(
         group: bwrap.is_none(),
         reaped: false,
     };
+    if let Some(mut stdin) = guard.child.stdin.take() {
+        // A few bytes into an empty pipe: never blocks. A check that never starts never
+        // reads them, which is no error here.
+        let _ = std::io::Write::write_all(&mut stdin, format!("{nonce}\n").as_bytes());
+    }
 
     let cap = policy.output_cap_bytes;
     let stdout = guard.child.stdout.take().expect("stdout is piped");
@@ -494,7 +502,8 @@ fn run_check_in(
     );
 
     let (exit_code, signal) = decode_status(status, bwrap.is_some() && !timed_out);
-    let (mut stderr_tail, finished) = match err.text.strip_suffix(finish_marker_text()) {
+    let marker = finish_marker(&nonce);
+    let (mut stderr_tail, finished) = match err.text.strip_suffix(marker.as_str()) {
         Some(rest) => (rest.to_string(), true),
         None => (err.text, false),
     };
@@ -525,12 +534,7 @@ fn run_check_in(
         stdout_tail: out.text,
         stderr_tail,
         stdout_bytes: out.total,
-        stderr_bytes: err.total
-            - if finished {
-                FINISH_MARKER.len() as u64
-            } else {
-                0
-            },
+        stderr_bytes: err.total - if finished { marker.len() as u64 } else { 0 },
         sandbox,
     })
 }
@@ -547,9 +551,27 @@ fn decode_status(status: ExitStatus, bwrap_encoded: bool) -> (Option<i32>, Optio
     }
 }
 
-/// The finish marker as text (it is ASCII).
-fn finish_marker_text() -> &'static str {
-    std::str::from_utf8(FINISH_MARKER).expect("the finish marker is ASCII")
+/// 128 bits from the kernel's generator as hex (the nonce of a finish marker); if that cannot
+/// be read, a hash of the time, process and a counter, which the sandboxed code cannot see
+/// either.
+fn fresh_nonce() -> String {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_kernel = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !from_kernel {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let seed = format!(
+            "{:?} {} {}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        bytes.copy_from_slice(&Sha256::digest(seed.as_bytes())[..16]);
+    }
+    crate::hex(&bytes)
 }
 
 /// SIGKILL.
@@ -575,7 +597,10 @@ fn classify(
     match (signal, exit_code) {
         (Some(SIGXCPU), _) => CheckResult::Timeout,
         (Some(SIGKILL), _) if duration_ms >= cpu_secs.saturating_mul(1000) => CheckResult::Timeout,
-        (Some(_), _) => CheckResult::Error,
+        // Python started: a crash (SIGSEGV, an abort, the OOM killer) is the code's failure.
+        // `error` would take the comparison out of the rating, which code could buy by
+        // killing itself.
+        (Some(_), _) => CheckResult::Fail,
         (None, Some(0)) => CheckResult::Pass,
         (None, Some(_)) => CheckResult::Fail,
         (None, None) => CheckResult::Error,

@@ -219,9 +219,13 @@ fn classify_table() {
     assert_eq!(c(false, false, Some(0), None, 5), Error);
     assert_eq!(c(false, true, None, Some(SIGXCPU), 5), Timeout);
     assert_eq!(c(false, true, None, Some(SIGKILL), 10_500), Timeout);
-    assert_eq!(c(false, true, None, Some(SIGKILL), 500), Error);
-    assert_eq!(c(false, true, None, Some(11), 500), Error);
-    assert_eq!(c(false, true, None, Some(25), 500), Error);
+    // Once Python started, a crash is the code's failure, never `error` (which would take
+    // the comparison out of the rating).
+    assert_eq!(c(false, true, None, Some(SIGKILL), 500), Fail);
+    assert_eq!(c(false, true, None, Some(11), 500), Fail);
+    assert_eq!(c(false, true, None, Some(6), 500), Fail);
+    assert_eq!(c(false, true, None, Some(25), 500), Fail);
+    assert_eq!(c(false, false, None, Some(11), 500), Error);
 }
 
 #[test]
@@ -852,4 +856,58 @@ fn work_dirs_of_dead_processes_are_swept() {
     for d in [&mine, &init, &other] {
         assert!(d.exists(), "{} stays", d.display());
     }
+}
+
+/// Solutions written to defeat an in-process check (found by a review): each must fail.
+#[test]
+fn forged_passes_fail() {
+    let check = "import sys\nfrom solution import add\nif add(2, 3) != 5:\n    print('FAIL add')\n    sys.exit(1)\nprint('ok')\n";
+    let wrong = "def add(a, b):\n    return a - b\n";
+    let cases = [
+        (
+            "failure calls made harmless",
+            "import sys as _s, os as _o, builtins as _b\n_s.exit = lambda *a, **k: None\n_real = _o._exit\n_o._exit = lambda c=0: _real(0) if c == 0 else None\n_p = _b.print\n_b.print = lambda *a, **k: None if (a and str(a[0]).startswith('FAIL')) else _p(*a, **k)\n",
+        ),
+        (
+            "the marker read off the command line",
+            "import os, re\nsrc = open('/proc/self/cmdline', 'rb').read().decode('latin-1')\nfor m in re.findall(r\"b'((?:\\\\x[0-9a-f]{2})+)'\", src):\n    os.write(2, bytes.fromhex(m.replace('\\\\x', '')) + b'\\n')\nos.write(2, b'\\x1ejudge-sandbox:finished\\x1e\\n')\nos._exit(0)\n",
+        ),
+        (
+            "a self-kill instead of the failure",
+            "import sys, os, signal\n_real = os._exit\ndef _die(c=0):\n    if c in (0, None):\n        _real(0)\n    os.kill(os.getpid(), signal.SIGKILL)\nsys.exit = _die\n",
+        ),
+        (
+            "an exit status that reads as a signal",
+            "raise SystemExit(134)\n",
+        ),
+        (
+            "a trace function",
+            "import sys\nsys.settrace(lambda *a: None)\n",
+        ),
+    ];
+    for mode in modes() {
+        let p = policy(mode);
+        for (name, prefix) in cases {
+            let r = run(&p, check, &format!("{prefix}{wrong}"));
+            assert_eq!(r.result, CheckResult::Fail, "{mode:?} {name}: {r:?}");
+        }
+        // The honest version of each still passes.
+        let fine = run(&p, check, "def add(a, b):\n    return a + b\n");
+        assert_eq!(fine.result, CheckResult::Pass, "{mode:?}: {fine:?}");
+    }
+}
+
+/// `/dev/shm` is capped like `/tmp`, and `/dev` is read-only: a check cannot fill the host's
+/// memory through either.
+#[test]
+fn bwrap_dev_and_shm_are_capped() {
+    if !bwrap_ok() {
+        return;
+    }
+    let p = policy(SandboxMode::Bwrap);
+    let check = "import solution\n";
+    // Many files under the 16 MiB file-size limit, 200 MiB in all.
+    let solution = "blk = b'\\0' * (1 << 20)\ntry:\n    for i in range(25):\n        with open('/dev/shm/f%d' % i, 'wb') as f:\n            for _ in range(8):\n                f.write(blk)\n    raise SystemExit('wrote 200 MiB to /dev/shm')\nexcept OSError:\n    pass\ntry:\n    open('/dev/evil', 'wb').write(b'x')\n    raise SystemExit('wrote /dev/evil')\nexcept OSError:\n    pass\n";
+    let r = run(&p, check, solution);
+    assert_eq!(r.result, CheckResult::Pass, "{r:?}");
 }

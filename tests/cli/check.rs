@@ -314,3 +314,17 @@ fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
         "the regenerated outputs were checked again, as in a fresh run"
     );
 }
+
+#[test]
+fn timeout_out_of_range_is_refused() {
+    let (p, _) = offline_run();
+    for bad in ["0", "3601", "18446744073709551615"] {
+        let out = p.run(&["check", "--run", "offline", "--timeout-secs", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out));
+        assert!(
+            text(&out).contains("is out of range: give 1 to 3600 seconds"),
+            "{bad}: {}",
+            text(&out)
+        );
+    }
+}
