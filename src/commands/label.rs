@@ -14,6 +14,7 @@ use crate::cli::{
 use crate::commands::compare::COMPARISONS_FILE;
 use crate::commands::load_run;
 use crate::config::load_config;
+use crate::report::{printable_text, sheet_cell};
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
 };
@@ -224,8 +225,9 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// What a labeller sees for one item: the task and the two answers. Never a model id, never
-/// the judge's verdict.
+/// What a labeller sees for one item: the task and the two answers, control characters but
+/// newline and tab escaped (see [`printable_text`]). Never a model id, never the judge's
+/// verdict.
 pub fn render_item(
     position: usize,
     total: usize,
@@ -238,9 +240,9 @@ pub fn render_item(
     format!(
         "{rule}\nItem {position} of {total}  ({})\n{rule}\n\nTASK\n\n{}\n\n{rule}\nANSWER 1\n{rule}\n{}\n\n{rule}\nANSWER 2\n{rule}\n{}\n\n{rule}\n",
         item.item,
-        task.trim_end(),
-        answer_1.trim_end(),
-        answer_2.trim_end()
+        printable_text(task.trim_end()),
+        printable_text(answer_1.trim_end()),
+        printable_text(answer_2.trim_end())
     )
 }
 
@@ -480,7 +482,8 @@ fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
     w.write_record(["item", "task", "prompt", "answer_1", "answer_2", "choice"])?;
     for item in &l.sample {
         let (task, a1, a2) = answers(&l, item);
-        w.write_record([item.item.as_str(), item.task.as_str(), task, a1, a2, ""])?;
+        let [task, a1, a2] = [task, a1, a2].map(sheet_cell);
+        w.write_record([item.item.as_str(), item.task.as_str(), &task, &a1, &a2, ""])?;
     }
     let bytes = w
         .into_inner()

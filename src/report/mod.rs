@@ -72,6 +72,39 @@ pub fn md_cell(s: &str) -> String {
     out
 }
 
+/// Multi-line text (an answer shown to a person) with every control character but newline and
+/// tab written as a Rust escape: an answer can neither drive the terminal (escape sequences that
+/// set the title, write the clipboard, hide text or redraw the screen) nor hide a line behind a
+/// carriage return.
+pub fn printable_text(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if s.chars().any(unsafe_char) {
+        s.chars()
+            .map(|c| {
+                if unsafe_char(c) {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        s.into()
+    }
+}
+
+/// A spreadsheet cell that a spreadsheet will not run as a formula: text starting with `=`,
+/// `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (OWASP's advice for CSV
+/// injection; the apostrophe is not shown).
+pub fn sheet_cell(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}").into()
+    } else {
+        s.into()
+    }
+}
+
 /// `s` with control characters (newlines, terminal escapes) written as Rust escapes, so a
 /// name from an input file can neither break a table row nor drive the terminal.
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
@@ -148,6 +181,18 @@ pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> any
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_for_people_keeps_lines_and_loses_escapes() {
+        assert_eq!(printable_text("a\n\tb"), "a\n\tb");
+        assert_eq!(
+            printable_text("\u{1b}]0;title\u{7}x\u{1b}[2Jy\rz"),
+            "\\u{1b}]0;title\\u{7}x\\u{1b}[2Jy\\rz"
+        );
+        assert_eq!(sheet_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
+        assert_eq!(sheet_cell("- item"), "'- item");
+        assert_eq!(sheet_cell("plain"), "plain");
+    }
 
     #[test]
     fn markdown_cells_read_as_written() {
