@@ -14,7 +14,6 @@ use crate::cli::{
 use crate::commands::compare::COMPARISONS_FILE;
 use crate::commands::load_run;
 use crate::config::load_config;
-use crate::report::{printable_text, sheet_cell};
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
 };
@@ -26,6 +25,7 @@ use crate::label::{
 use crate::records::{ComparisonRecord, OutputRecord, Winner};
 use crate::report::label::{Scores, render_scores, score_labels};
 use crate::report::write_stdout_or_file;
+use crate::report::{printable_text, sheet_cell};
 use crate::suite::Suite;
 use crate::time::UtcDateTime;
 
