@@ -113,12 +113,16 @@ impl<'de: 'a, 'a> Deserialize<'de> for QuestionId<'a> {
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
                 // Whole numbers up to 2^53 are exact in a double: 81.0 is question 81.
-                if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 {
-                    Ok(QuestionId(Cow::Owned(format!("{}", v as i64))))
-                } else {
+                if v.fract() != 0.0 || !v.is_finite() {
                     Err(E::custom(format!(
                         "question_id {v} is not a whole number; expected a string or a whole number"
                     )))
+                } else if v.abs() > 9_007_199_254_740_992.0 {
+                    Err(E::custom(
+                        "a question_id written as a decimal number is above 2^53, where a JSON number may not be exact; write it as a string",
+                    ))
+                } else {
+                    Ok(QuestionId(Cow::Owned(format!("{}", v as i64))))
                 }
             }
         }
@@ -162,6 +166,8 @@ pub struct ArrayLines<R> {
     escaped: bool,
     /// The outer `[` was seen.
     opened: bool,
+    /// The outer `]` was seen.
+    closed: bool,
 }
 
 impl<R: Read> ArrayLines<R> {
@@ -173,6 +179,7 @@ impl<R: Read> ArrayLines<R> {
             in_string: false,
             escaped: false,
             opened: false,
+            closed: false,
         }
     }
 }
@@ -182,11 +189,23 @@ impl<R: Read> Read for ArrayLines<R> {
         loop {
             let n = self.inner.read(buf)?;
             if n == 0 {
+                if self.opened && !self.closed {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "the JSON array ends before its closing `]`: the file was cut short (an unfinished download?)",
+                    ));
+                }
                 return Ok(0);
             }
             let mut out = 0;
             for i in 0..n {
                 let b = buf[i];
+                if self.closed && !b.is_ascii_whitespace() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "text after the closing `]` of the JSON array (one array per file)",
+                    ));
+                }
                 let keep = if self.in_string {
                     if self.escaped {
                         self.escaped = false;
@@ -214,7 +233,12 @@ impl<R: Read> Read for ArrayLines<R> {
                         b']' | b'}' if self.depth > 0 => {
                             self.depth -= 1;
                             // The outer `]` ends the last element's line.
-                            Some(if self.depth == 0 { b'\n' } else { b })
+                            if self.depth == 0 {
+                                self.closed = true;
+                                Some(b'\n')
+                            } else {
+                                Some(b)
+                            }
                         }
                         b',' if self.depth == 1 => Some(b'\n'),
                         // Also before the `[`, so that element 1 is line 1.
@@ -374,6 +398,14 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        // serde would also read a struct from a positional array (`["a", "b", "model_a"]`).
+        if line.trim_ascii_start().first() != Some(&b'{') {
+            chunk.error = Some(BattlesError::Line {
+                line: chunk.lines,
+                message: "not a JSON object; a battle is {\"model_a\", \"model_b\", \"winner\", \"question_id\"?}".into(),
+            });
+            return chunk;
+        }
         let result = match serde_json::from_slice::<FastRow>(line) {
             Ok(r) => add_row(
                 &mut chunk,
@@ -498,7 +530,11 @@ impl<'a> Scanner<'a> {
             self.i += 1;
         }
         let end_ok = !matches!(self.peek(), Some(b'.' | b'e' | b'E'));
-        (self.i > digits && end_ok).then(|| &self.s[start..self.i])
+        // Canonical decimals only (no `-0`, no leading zeros, which are not JSON anyway):
+        // anything else goes to serde_json, which names the task by the number's value.
+        let text = &self.s[digits..self.i];
+        let canonical = text == b"0" && start == digits || !text.starts_with(b"0");
+        (self.i > digits && end_ok && canonical).then(|| &self.s[start..self.i])
     }
     /// Skips any string (escapes allowed), nested object or array, or scalar token.
     fn skip_value(&mut self) -> Option<()> {

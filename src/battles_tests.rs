@@ -101,7 +101,7 @@ fn errors_name_the_line() {
     let e = parse("not json\n", BootstrapUnit::Comparison)
         .expect_err("json")
         .to_string();
-    assert!(e.starts_with("line 1: not a battle row"), "{e}");
+    assert!(e.starts_with("line 1: not a JSON object"), "{e}");
     let e = parse(
         "{\"model_a\":\"x\",\"model_b\":\"x\",\"winner\":\"tie\"}",
         BootstrapUnit::Comparison,
@@ -322,4 +322,53 @@ fn an_escaped_label_is_the_same_task_as_its_plain_text() {
         b"{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":\"q\xff\"}\n";
     let e = parse_battles(&bad[..], BootstrapUnit::Task).expect_err("not UTF-8");
     assert!(e.to_string().contains("not valid UTF-8"), "{e}");
+}
+
+#[test]
+fn a_cut_short_or_padded_array_and_positional_rows_are_refused() {
+    let row = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\"}";
+    for (text, says) in [
+        (format!("[{row},\n{row}"), "ends before its closing `]`"),
+        (format!("[{row},\n"), "ends before its closing `]`"),
+        (format!("[{row}]garbage"), "text after the closing `]`"),
+        (format!("[{row}]\n[{row}]"), "text after the closing `]`"),
+    ] {
+        let e = parse_battles(ArrayLines::new(text.as_bytes()), BootstrapUnit::Comparison)
+            .expect_err(&text)
+            .to_string();
+        assert!(e.contains(says), "{text}: {e}");
+    }
+    for text in [
+        "[\"x\",\"y\",\"model_a\"]\n",
+        "  [\"x\",\"y\",\"tie\",\"q7\"]\n",
+    ] {
+        let e = parse(text, BootstrapUnit::Comparison)
+            .expect_err(text)
+            .to_string();
+        assert!(e.contains("not a JSON object"), "{text}: {e}");
+    }
+    let e = parse_battles(
+        ArrayLines::new(format!("[[{row}]]").as_bytes()),
+        BootstrapUnit::Comparison,
+    )
+    .expect_err("nested array")
+    .to_string();
+    assert!(e.contains("not a JSON object"), "{e}");
+}
+
+#[test]
+fn question_ids_name_tasks_by_value() {
+    let line = |q: &str| {
+        format!("{{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\",\"question_id\":{q}}}\n")
+    };
+    // -0 and 0 are one number, so one task, on either path.
+    let text = [line("0"), line("-0"), line("-0.0"), line("\"0\"")].concat();
+    let (_, rows) = parse(&text, BootstrapUnit::Task).expect("valid");
+    assert!(rows.iter().all(|r| r.task == rows[0].task), "{rows:?}");
+    // Leading zeros are not JSON.
+    assert!(parse(&line("01"), BootstrapUnit::Task).is_err());
+    let e = parse(&line("1e16"), BootstrapUnit::Task)
+        .expect_err("beyond 2^53")
+        .to_string();
+    assert!(e.contains("above 2^53"), "{e}");
 }

@@ -430,7 +430,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         BattlesShape::Array => parse_battles(ArrayLines::new(reader), unit),
         BattlesShape::Gzip => {
             return Err(JudgeError::usage(format!(
-                "`{}` is gzip-compressed; decompress it first (`gunzip -k {}`)",
+                "`{}` is gzip-compressed; decompress it first (`gzip -dc {} > battles.jsonl`)",
                 path.display(),
                 path.display()
             ))
@@ -444,6 +444,10 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         .into(),
         BattlesError::Line { line, message } => {
             JudgeError::usage(format!("{}:{line}: {message}", path.display())).into()
+        }
+        // The array reader's verdicts on the file's shape.
+        BattlesError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            JudgeError::usage(format!("{}: {e}", path.display())).into()
         }
         BattlesError::Io(e) => {
             anyhow::Error::new(e).context(format!("failed to read `{}`", path.display()))

@@ -251,6 +251,16 @@ fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
         "{}",
         text(&out)
     );
+    // A download cut short: refused, not ranked on what arrived.
+    let pretty = serde_json::to_string_pretty(&rows).unwrap();
+    p.write("cut.json", &pretty[..pretty.len() / 2]);
+    let out = p.run(&["rank", "--comparisons", "cut.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("cut.json: the JSON array ends before its closing `]`"),
+        "{}",
+        text(&out)
+    );
     std::fs::write(p.path().join("b.jsonl.gz"), [0x1f, 0x8b, 8, 0]).unwrap();
     let out = p.run(&["rank", "--comparisons", "b.jsonl.gz"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
