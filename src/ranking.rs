@@ -171,7 +171,7 @@ pub fn rank(
     for s in standings.iter().filter(|s| s.games > 0) {
         if s.rating_ci_low == s.rating_ci_high {
             warnings.push(format!(
-                "model `{}`: every resample gave the same rating, so its interval has zero width: too few resamples or distinct comparisons to measure the uncertainty",
+                "model `{}`: every resample gave the same rating, so its interval has zero width: too few resamples, too few distinct comparisons, or only ties, to measure the uncertainty",
                 s.model
             ));
         } else if !(s.rating_ci_low..=s.rating_ci_high).contains(&s.rating) {

@@ -46,7 +46,7 @@ pub const COMPARISONS_FILE: &str = "comparisons.jsonl";
 
 /// A judge taking part in the comparison.
 #[derive(Debug, Clone)]
-enum Judge {
+pub(crate) enum Judge {
     /// An LLM judge from `[[judges]]`.
     Llm(ModelConfig),
     /// The execution judge: decides from `judge check` results.
@@ -213,17 +213,7 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         .into());
     }
     let judges = resolve_judges(&config, wanted_judges)?;
-    for judge in &judges {
-        let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
-        if let Some(model) = family_conflict(judge.family(), fams) {
-            return Err(JudgeError::usage(format!(
-                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (DESIGN rule 6): pick a judge from another family",
-                judge.id(),
-                judge.family()
-            ))
-            .into());
-        }
-    }
+    refuse_own_family(&judges, &models)?;
     Ok(Inputs {
         config,
         suite,
@@ -278,7 +268,24 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
 }
 
 /// `--judge` ids, else every `[[judges]]` entry, else the execution judge.
-fn resolve_judges(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Judge>> {
+/// Refuses a judge from the family of any of `models` (DESIGN rule 6).
+pub(crate) fn refuse_own_family(judges: &[Judge], models: &[ModelConfig]) -> anyhow::Result<()> {
+    for judge in judges {
+        let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
+        if let Some(model) = family_conflict(judge.family(), fams) {
+            return Err(JudgeError::usage(format!(
+                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (DESIGN rule 6): pick a judge from another family",
+                judge.id(),
+                judge.family()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The judges named by `wanted` (or the configured ones, else `exec`).
+pub(crate) fn resolve_judges(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Judge>> {
     let ids: Vec<String> = if !wanted.is_empty() {
         wanted.to_vec()
     } else if !config.judges.is_empty() {
@@ -626,8 +633,13 @@ fn finish(
         );
     }
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
+        let finish = if ungenerated > 0 {
+            "finish generating first (above), then rerun compare"
+        } else {
+            "rerun `judge compare` to finish"
+        };
         eprintln!(
-            "warning: judge `{judge}` has {n} comparison(s) still missing; rerun `judge compare --run {}` to finish",
+            "warning: judge `{judge}` has {n} comparison(s) still missing (run `{}`); {finish}",
             run_dir.name()
         );
     }

@@ -267,7 +267,10 @@ fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[Model
 }
 
 /// The models to generate for: `--model` ids in config order, or all of them.
-fn select_models(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<ModelConfig>> {
+pub(crate) fn select_models(
+    config: &Config,
+    wanted: &[String],
+) -> anyhow::Result<Vec<ModelConfig>> {
     if config.models.is_empty() {
         return Err(JudgeError::usage(format!(
             "{}: no [[models]] defined; add at least one",

@@ -176,7 +176,7 @@ fn from_run(
         let (labelled, shared) = comparisons_from_labels(&run_dir)?;
         if shared > 0 && args.bootstrap_unit == crate::cli::UnitArg::Comparison {
             eprintln!(
-                "warning: {shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, so the comparison bootstrap gives intervals too narrow: use --bootstrap-unit task (it resamples whole tasks)"
+                "warning: {shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, which the comparison bootstrap's intervals do not account for: use --bootstrap-unit task (it resamples whole tasks)"
             );
         }
         labelled

@@ -40,6 +40,12 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     } else {
         vec![EXEC_JUDGE.to_string()]
     };
+    // A judge of a ranked model's family would be refused by compare: refuse it before
+    // anything is generated (and paid for).
+    compare::refuse_own_family(
+        &compare::resolve_judges(&config, &judges)?,
+        &generate::select_models(&config, &args.models)?,
+    )?;
     if judges.len() > 1 && args.format == crate::report::Format::Json {
         return Err(crate::error::JudgeError::usage(format!(
             "--format json prints one document, and {} judges give one leaderboard each; pick one with --judge (the run keeps leaderboards/<judge>.json for every judge)",

@@ -131,13 +131,27 @@ impl RunDir {
             self._lock = Some(file);
             return Ok(());
         }
-        let mut lock = OpenOptions::new()
+        refuse_symlink(&lock_path)?;
+        let mut lock = match OpenOptions::new()
             .create(true)
             .truncate(false)
             .read(true)
             .write(true)
             .open(&lock_path)
-            .with_context(|| format!("failed to open `{}`", lock_path.display()))?;
+        {
+            Ok(lock) => lock,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(JudgeError::usage(format!(
+                    "run `{}` is not writable by you (`{}`: {e}); judge locks a run before reading it and writes into it: run as its owner, or copy it",
+                    self.name,
+                    lock_path.display()
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("failed to open `{}`", lock_path.display()));
+            }
+        };
         if lock.try_lock().is_err() {
             let mut holder = String::new();
             let _ = lock.read_to_string(&mut holder);
@@ -155,15 +169,19 @@ impl RunDir {
         }
         // Who holds it, for the message above (argv holds no secret: keys come from the
         // environment).
-        let command: Vec<String> = std::env::args().skip(1).take(3).collect();
-        let _ = lock.set_len(0).and_then(|()| {
-            writeln!(
-                lock,
-                "pid {}: judge {}",
-                std::process::id(),
-                command.join(" ")
-            )
-        });
+        let command: Vec<String> = std::env::args().skip(1).collect();
+        let mut command = command.join(" ");
+        if command.len() > 300 {
+            let cut = (0..=300)
+                .rev()
+                .find(|&i| command.is_char_boundary(i))
+                .unwrap_or(0);
+            command.truncate(cut);
+            command.push('…');
+        }
+        let _ = lock
+            .set_len(0)
+            .and_then(|()| writeln!(lock, "pid {}: judge {}", std::process::id(), command));
         let lock = Arc::new(lock);
         held.push((lock_path, Arc::downgrade(&lock)));
         if KEEP.load(Ordering::SeqCst) {
@@ -228,6 +246,7 @@ pub fn read_jsonl_repairing<T: DeserializeOwned>(path: &Path) -> anyhow::Result<
 }
 
 fn truncate_to(path: &Path, len: u64) -> anyhow::Result<()> {
+    refuse_symlink(path)?;
     let f = OpenOptions::new().write(true).open(path)?;
     f.set_len(len)
         .with_context(|| format!("failed to repair `{}`", path.display()))
@@ -241,9 +260,25 @@ pub struct JsonlAppender {
     path: PathBuf,
 }
 
+/// Refuses a symbolic link where the run keeps a file it writes in place (the lock, an
+/// appended log): run folders travel between people, and a link to `/etc/passwd` would have it
+/// overwritten. Files written whole are replaced by a rename, which replaces a link, not its
+/// target.
+fn refuse_symlink(path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(JudgeError::usage(format!(
+            "`{}` is a symbolic link; judge writes to this file and will not follow a link there: remove the link",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 impl JsonlAppender {
-    /// Opens (creating) `path` for appending.
+    /// Opens (creating) `path` for appending; a symbolic link is refused.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
+        refuse_symlink(path)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -414,6 +449,30 @@ mod tests {
         assert!(e.contains("in use by another judge process (pid "), "{e}");
         drop(other);
         c.create_and_lock().expect("lock after release");
+    }
+
+    #[test]
+    fn links_where_the_run_writes_in_place_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me").expect("write");
+        let run = dir.path().join("r");
+        std::fs::create_dir(&run).expect("mkdir");
+        std::os::unix::fs::symlink(&target, run.join(".lock")).expect("link");
+        std::os::unix::fs::symlink(&target, run.join("outputs.jsonl")).expect("link");
+        let mut r = RunDir::at(dir.path(), "r").expect("name");
+        let e = r.create_and_lock().expect_err("lock link").to_string();
+        assert!(e.contains(".lock` is a symbolic link"), "{e}");
+        let e = JsonlAppender::open(&run.join("outputs.jsonl"))
+            .expect_err("log link")
+            .to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        // A dangling link would create its target.
+        std::fs::remove_file(run.join(".lock")).expect("rm");
+        std::os::unix::fs::symlink(dir.path().join("new"), run.join(".lock")).expect("link");
+        assert!(r.create_and_lock().is_err());
+        assert!(!dir.path().join("new").exists());
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me");
     }
 
     #[test]

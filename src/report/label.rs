@@ -139,13 +139,27 @@ pub fn score_labels(
         note: KAPPA_NOTE,
         warnings: Vec::new(),
     }
-    .with_warnings())
+    .with_warnings(shared_items(labels)))
+}
+
+/// Items that more than one person labelled (skips not counted).
+fn shared_items(labels: &Labels) -> usize {
+    let mut per_item: BTreeMap<&str, usize> = BTreeMap::new();
+    for items in labels.values() {
+        for (item, w) in items {
+            if w.is_some() {
+                *per_item.entry(item.as_str()).or_default() += 1;
+            }
+        }
+    }
+    per_item.values().filter(|&&n| n > 1).count()
 }
 
 impl Scores {
     /// Fills `warnings`: a kappa interval of zero width, and resamples left out of an interval
-    /// because kappa was undefined in them, for every row of the report.
-    fn with_warnings(mut self) -> Scores {
+    /// because kappa was undefined in them, for every row of the report; and the pooled row's
+    /// independence assumption when `shared` items were labelled by several people.
+    fn with_warnings(mut self, shared: usize) -> Scores {
         let mut rows: Vec<(String, &AgreementStats)> = self
             .labellers
             .iter()
@@ -176,6 +190,11 @@ impl Scores {
                     st.kappa_resamples
                 ));
             }
+        }
+        if shared > 0 {
+            warnings.push(format!(
+                "everyone vs the judge counts each of the {shared} item(s) labelled by more than one person once per person, and its interval resamples those labels as if independent: it is narrower than the data support; read the per-person rows"
+            ));
         }
         self.warnings = warnings;
         self
@@ -401,6 +420,11 @@ mod tests {
         );
         assert!(
             all.contains("`dave` vs the judge: the kappa interval has zero width"),
+            "{all}"
+        );
+        // alice's one item is also dave's: the pooled row counts it twice.
+        assert!(
+            all.contains("each of the 1 item(s) labelled by more than one person"),
             "{all}"
         );
         let text = String::from_utf8(render_scores(&scores, Format::Table)).expect("utf-8");

@@ -425,6 +425,19 @@ fn run_refuses_bad_rank_settings_before_generating_anything() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         assert!(!p.path().join("runs/r").exists(), "{args:?} wrote a run");
     }
+    // A judge of a ranked model's family: refused before anything is generated (or paid for).
+    let config = files_config(&[("a", "a", "f"), ("b", "b", "g")])
+        + "\n[providers.api]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n"
+        + "\n[[judges]]\nid = \"j\"\nprovider = \"api\"\nmodel = \"m\"\nfamily = \"f\"\n";
+    let p = Project::with_suite(1, &config);
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is from the same family as ranked model `a`"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/r").exists(), "wrote a run");
 }
 
 #[test]
