@@ -51,6 +51,12 @@ const BLOCK_BYTES: usize = 512 << 10;
 pub enum BattlesError {
     #[error("line {line}: {message}")]
     Line { line: usize, message: String },
+    /// judge's own comparisons of several judges: ranking them together pools their verdicts.
+    #[error(
+        "the file holds judge's comparisons by several judges ({}); ranked together their verdicts would be pooled: rank one judge with `judge rank --run RUN --judge ID`, or keep one judge's lines",
+        .0.join(", ")
+    )]
+    SeveralJudges(Vec<String>),
     #[error("read error: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -61,8 +67,12 @@ struct FastRow<'a> {
     model_a: &'a str,
     model_b: &'a str,
     winner: &'a str,
-    #[serde(default, alias = "task")]
+    #[serde(default)]
     question_id: Option<&'a str>,
+    #[serde(default)]
+    task: Option<&'a str>,
+    #[serde(default)]
+    judge: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -73,8 +83,12 @@ struct OwnedRow<'a> {
     model_b: Cow<'a, str>,
     #[serde(borrow)]
     winner: Cow<'a, str>,
-    #[serde(borrow, default, alias = "task")]
+    #[serde(borrow, default)]
     question_id: Option<QuestionId<'a>>,
+    #[serde(borrow, default)]
+    task: Option<QuestionId<'a>>,
+    #[serde(borrow, default)]
+    judge: Option<Cow<'a, str>>,
 }
 
 /// A `question_id` as a string or a whole number (some battle datasets number their
@@ -268,7 +282,19 @@ struct Chunk {
     models: Vec<String>,
     /// Task labels by [`label_key`], in order of first appearance.
     tasks: Vec<u128>,
+    /// Distinct `judge`s of rows in judge's own format (`task`), at most a few.
+    own_judges: Vec<String>,
     error: Option<BattlesError>,
+}
+
+impl Chunk {
+    /// Notes the `judge` of a row in judge's own format.
+    fn note_judge(&mut self, judge: &[u8]) {
+        if self.own_judges.len() < 8 && !self.own_judges.iter().any(|j| j.as_bytes() == judge) {
+            self.own_judges
+                .push(String::from_utf8_lossy(judge).into_owned());
+        }
+    }
 }
 
 /// Parses battles from `reader`: model names in order of first appearance and the rows in
@@ -374,7 +400,11 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
     while pos < block.len() {
         chunk.lines += 1;
         // The common case: the scanner reads the row in place and stops at its newline.
-        let mut sc = Scanner { s: block, i: pos };
+        let mut sc = Scanner {
+            s: block,
+            i: pos,
+            own_judge: None,
+        };
         if let Some(fields) = sc.object() {
             sc.blanks();
             if matches!(sc.peek(), None | Some(b'\n')) {
@@ -385,6 +415,9 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                         message,
                     });
                     return chunk;
+                }
+                if let Some(judge) = sc.own_judge {
+                    chunk.note_judge(judge);
                 }
                 continue;
             }
@@ -406,21 +439,34 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
             });
             return chunk;
         }
+        const BOTH: &str = "both `question_id` and `task` name the question; keep one";
         let result = match serde_json::from_slice::<FastRow>(line) {
-            Ok(r) => add_row(
-                &mut chunk,
-                &mut models,
-                &mut tasks,
-                (
-                    r.model_a.as_bytes(),
-                    r.model_b.as_bytes(),
-                    r.winner.as_bytes(),
-                    r.question_id.map(str::as_bytes),
-                ),
-                unit,
-            ),
+            Ok(r) if r.question_id.is_some() && r.task.is_some() => Err(BOTH.to_string()),
+            Ok(r) => {
+                if let (Some(judge), Some(_)) = (r.judge, r.task) {
+                    chunk.note_judge(judge.as_bytes());
+                }
+                add_row(
+                    &mut chunk,
+                    &mut models,
+                    &mut tasks,
+                    (
+                        r.model_a.as_bytes(),
+                        r.model_b.as_bytes(),
+                        r.winner.as_bytes(),
+                        r.question_id.or(r.task).map(str::as_bytes),
+                    ),
+                    unit,
+                )
+            }
             Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
-                Ok(r) => add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit),
+                Ok(r) if r.question_id.is_some() && r.task.is_some() => Err(BOTH.to_string()),
+                Ok(r) => {
+                    if let (Some(judge), Some(_)) = (&r.judge, &r.task) {
+                        chunk.note_judge(judge.as_bytes());
+                    }
+                    add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
+                }
                 Err(e) => Err(format!(
                     "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
                 )),
@@ -440,7 +486,11 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
 /// The four fields of a plain line, or `None` to let serde_json decide.
 #[cfg(test)]
 fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
-    let mut sc = Scanner { s: line, i: 0 };
+    let mut sc = Scanner {
+        s: line,
+        i: 0,
+        own_judge: None,
+    };
     let fields = sc.object()?;
     sc.blanks();
     (sc.i == line.len()).then_some(fields)
@@ -451,12 +501,16 @@ fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
 struct Scanner<'a> {
     s: &'a [u8],
     i: usize,
+    /// The `judge` of a row that names its question `task` (judge's own comparisons.jsonl),
+    /// set by [`Scanner::object`].
+    own_judge: Option<&'a [u8]>,
 }
 
 impl<'a> Scanner<'a> {
     /// A flat object with the four fields as plain strings, read in place.
     fn object(&mut self) -> Option<Fields<'a>> {
         let mut found: [Option<&'a [u8]>; 4] = [None; 4];
+        let (mut by_task, mut judge) = (false, None);
         self.blanks();
         self.eat(b'{')?;
         self.blanks();
@@ -470,13 +524,24 @@ impl<'a> Scanner<'a> {
             self.eat(b':')?;
             self.blanks();
             // `task` is judge's own name for the question (a comparisons.jsonl).
-            match ["model_a", "model_b", "winner", "question_id", "task"]
-                .iter()
-                .position(|k| k.as_bytes() == key)
-                .map(|k| k.min(3))
-            {
-                Some(k) if found[k].is_some() => return None,
-                Some(3) if self.peek()? != b'"' => found[3] = Some(self.integer()?),
+            let position = [
+                "model_a",
+                "model_b",
+                "winner",
+                "question_id",
+                "task",
+                "judge",
+            ]
+            .iter()
+            .position(|k| k.as_bytes() == key);
+            by_task |= position == Some(4);
+            match position.map(|k| k.min(5)) {
+                Some(5) if judge.is_some() => return None,
+                Some(5) => judge = Some(self.plain_string()?),
+                Some(4) if found[3].is_some() => return None,
+                Some(k) if k < 4 && found[k].is_some() => return None,
+                Some(3 | 4) if self.peek()? != b'"' => found[3] = Some(self.integer()?),
+                Some(4) => found[3] = Some(self.plain_string()?),
                 Some(k) => found[k] = Some(self.plain_string()?),
                 None => self.skip_value()?,
             }
@@ -487,6 +552,7 @@ impl<'a> Scanner<'a> {
                 _ => return None,
             }
         }
+        self.own_judge = if by_task { judge } else { None };
         Some((found[0]?, found[1]?, found[2]?, found[3]))
     }
     fn peek(&self) -> Option<u8> {
@@ -745,12 +811,17 @@ fn add_owned(
         r.winner.as_bytes(),
         r.model_a.as_bytes(),
         r.model_b.as_bytes(),
-        r.question_id.is_some(),
+        r.question_id.is_some() || r.task.is_some(),
         unit,
     )?;
     let a = intern_owned(models, &mut chunk.models, &r.model_a);
     let b = intern_owned(models, &mut chunk.models, &r.model_b);
-    let task = match r.question_id.as_ref().map(QuestionId::text) {
+    let task = match r
+        .question_id
+        .as_ref()
+        .or(r.task.as_ref())
+        .map(QuestionId::text)
+    {
         Some(q) if unit == BootstrapUnit::Task => tasks.by_key(&mut chunk.tasks, q.as_bytes()),
         _ => u32::MAX,
     };
@@ -771,7 +842,13 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
     let mut task_ids: FastMap<u128, u32> = FastMap::default();
     let mut rows = Vec::new();
     let mut lines_before = 0;
+    let mut judges: Vec<String> = Vec::new();
     for chunk in chunks {
+        for j in &chunk.own_judges {
+            if !judges.contains(j) {
+                judges.push(j.clone());
+            }
+        }
         let model_map: Vec<u32> = chunk
             .models
             .into_iter()
@@ -810,6 +887,10 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
             Some(e) => return Err(e),
             None => lines_before += chunk.lines,
         }
+    }
+    if judges.len() > 1 {
+        judges.sort();
+        return Err(BattlesError::SeveralJudges(judges));
     }
     Ok((models, rows))
 }

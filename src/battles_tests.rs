@@ -218,7 +218,10 @@ fn judges_own_comparisons_read_as_battles() {
     );
     let both = "{\"task\":\"t1\",\"question_id\":\"q\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}\n";
     let e = parse(both, BootstrapUnit::Task).expect_err("two names for the question");
-    assert!(e.to_string().contains("duplicate field"), "{e}");
+    assert!(
+        e.to_string().contains("both `question_id` and `task`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -371,4 +374,29 @@ fn question_ids_name_tasks_by_value() {
         .expect_err("beyond 2^53")
         .to_string();
     assert!(e.contains("above 2^53"), "{e}");
+}
+
+#[test]
+fn several_judges_in_judges_own_format_are_refused() {
+    let row = |judge: &str, escaped: bool| {
+        let task = if escaped { "t\\u0031" } else { "t1" };
+        format!(
+            "{{\"task\":\"{task}\",\"judge\":\"{judge}\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}}\n"
+        )
+    };
+    for escaped in [false, true] {
+        let text = [row("j1", false), row("j2", escaped)].concat();
+        let e = parse(&text, BootstrapUnit::Comparison).expect_err(&text);
+        assert!(
+            matches!(&e, BattlesError::SeveralJudges(j) if j == &["j1", "j2"]),
+            "{e}"
+        );
+        let one = [row("j1", false), row("j1", escaped)].concat();
+        parse(&one, BootstrapUnit::Task).expect("one judge");
+    }
+    // Arena files carry the voter in `judge`: many of them, and no `task`.
+    let arena: String = (0..5)
+        .map(|k| format!("{{\"question_id\":\"q{k}\",\"judge\":\"arena_user_{k}\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}}\n"))
+        .collect();
+    parse(&arena, BootstrapUnit::Task).expect("voters are not judges");
 }

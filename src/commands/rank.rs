@@ -445,6 +445,9 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         BattlesError::Line { line, message } => {
             JudgeError::usage(format!("{}:{line}: {message}", path.display())).into()
         }
+        e @ BattlesError::SeveralJudges(_) => {
+            JudgeError::usage(format!("{}: {e}", path.display())).into()
+        }
         // The array reader's verdicts on the file's shape.
         BattlesError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
             JudgeError::usage(format!("{}: {e}", path.display())).into()
