@@ -77,7 +77,7 @@ pub fn md_cell(s: &str) -> String {
 /// set the title, write the clipboard, hide text or redraw the screen) nor hide a line behind a
 /// carriage return.
 pub fn printable_text(s: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let unsafe_char = |c: char| (c.is_control() || is_bidi_control(c)) && c != '\n' && c != '\t';
     if s.chars().any(unsafe_char) {
         s.chars()
             .map(|c| {
@@ -105,17 +105,25 @@ pub fn sheet_cell(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// `s` with control characters (newlines, terminal escapes) written as Rust escapes, so a
-/// name from an input file can neither break a table row nor drive the terminal.
+/// The Unicode bidirectional controls (embeddings, overrides, isolates, marks): shown raw, a
+/// name such as `abc\u{202e}fed` reads as another name, and text after it is reordered.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with control characters (newlines, terminal escapes) and bidirectional controls written
+/// as Rust escapes, so a name from an input file can neither break a table row, drive the
+/// terminal, nor pass for another name.
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().any(char::is_control) {
+    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
+    if s.chars().any(unsafe_char) {
         s.chars()
             .flat_map(|c| {
-                let escaped = c.is_control().then(|| c.escape_default());
+                let escaped = unsafe_char(c).then(|| c.escape_default());
                 escaped
                     .into_iter()
                     .flatten()
-                    .chain((!c.is_control()).then_some(c))
+                    .chain((!unsafe_char(c)).then_some(c))
             })
             .collect::<String>()
             .into()
@@ -189,6 +197,8 @@ mod tests {
             printable_text("\u{1b}]0;title\u{7}x\u{1b}[2Jy\rz"),
             "\\u{1b}]0;title\\u{7}x\\u{1b}[2Jy\\rz"
         );
+        assert_eq!(printable("gpt\u{202e}4"), "gpt\\u{202e}4");
+        assert_eq!(printable_text("a\u{2067}b\nc"), "a\\u{2067}b\nc");
         assert_eq!(sheet_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(sheet_cell("- item"), "'- item");
         assert_eq!(sheet_cell("plain"), "plain");
