@@ -78,8 +78,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     stop_if_interrupted()?;
+    let mut unranked = false;
     for judge in &judges {
-        rank::run(
+        let ranked = rank::run(
             cli,
             &RankArgs {
                 run: Some(run_name.clone()),
@@ -96,14 +97,25 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 output: None,
                 timings: false,
             },
-        )?;
+        );
         stop_if_interrupted()?;
+        // The run was written: a judge that cannot be ranked (every call failed, say) is a
+        // failed item of the run (exit 1), not a usage error, and the other judges still rank.
+        if let Err(e) = ranked {
+            if e.downcast_ref::<crate::error::JudgeError>()
+                .is_some_and(|j| matches!(j, crate::error::JudgeError::Interrupted))
+            {
+                return Err(e);
+            }
+            eprintln!("error: judge `{judge}` cannot be ranked: {e:#}");
+            unranked = true;
+        }
     }
     eprintln!(
         "run `{run_name}` is in {}",
         config.runs_dir().join(&run_name).display()
     );
-    let failed = [generated, compared].contains(&Outcome::ItemsFailed);
+    let failed = unranked || [generated, compared].contains(&Outcome::ItemsFailed);
     Ok(if failed {
         Outcome::ItemsFailed
     } else {

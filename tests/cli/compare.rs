@@ -596,3 +596,24 @@ fn unfinished_compare_is_reported_and_rank_warns() {
         text(&out)
     );
 }
+
+#[test]
+fn a_run_whose_judge_failed_every_call_exits_1_not_2() {
+    let server = FakeServer::start(|_, _| reply("I cannot decide."));
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&[
+        "run",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("error: judge `judge-1` cannot be ranked"),
+        "{}",
+        text(&out)
+    );
+    assert!(p.path().join("runs/r/judgments.jsonl").is_file());
+}
