@@ -1,12 +1,10 @@
 //! `judge check` end to end, in the real bubblewrap sandbox, and the exec judge on its results.
 
-use crate::common::{Project, TEST_KEY, copy_tree, files_config, repo_root, text};
+use crate::common::{Project, TEST_KEY, files_config, text};
 
 /// A temp copy of the shipped offline default with a generated run `offline`.
 fn offline_run() -> (Project, usize) {
-    let p = Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = Project::offline();
     let out = p.run(&["generate", "--run", "offline"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let tasks = std::fs::read_dir(p.path().join("suites/python-pitfalls/tasks"))
@@ -274,9 +272,7 @@ fn ctrl_c_to_the_process_group_during_run_stops_it_without_false_errors() {
 
 #[test]
 fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
-    let p = Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = Project::offline();
     let fresh = p.run(&["run", "--run", "fresh"]);
     assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
     // `reference` failed two items in generation (as a provider error would leave them).

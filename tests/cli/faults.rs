@@ -677,9 +677,7 @@ fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
 
 #[test]
 fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
-    let p = Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    crate::common::copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = Project::offline();
     assert_eq!(p.run(&["run", "--run", "r"]).status.code(), Some(0));
     // A writer (here: this test, as another process would) holds the run and is midway
     // through appending a record.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{FakeServer, Project, Reply, TEST_KEY, copy_tree, repo_root, text};
+use crate::common::{FakeServer, Project, Reply, TEST_KEY, text};
 
 /// A config with one OpenAI-compatible provider at `url` and two priced models.
 fn config(url: &str, extra_provider: &str) -> String {
@@ -494,9 +494,7 @@ fn resume_against_another_server_is_refused() {
 
 #[test]
 fn shipped_offline_default_generates_and_reruns() {
-    let p = crate::common::Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = crate::common::Project::offline();
     let out = p.run(&["generate", "--run", "offline"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let records = p.jsonl("runs/offline/outputs.jsonl");

@@ -1,7 +1,7 @@
 //! `judge rank` and `judge run` end to end: reference fixtures through the CLI, determinism,
 //! input validation, and the offline pipeline.
 
-use crate::common::{Project, copy_tree, files_config, repo_root, text};
+use crate::common::{Project, files_config, repo_root, text};
 
 fn fixture(name: &str) -> serde_json::Value {
     let path = repo_root().join("tests/fixtures/stats").join(name);
@@ -281,9 +281,7 @@ fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
 
 #[test]
 fn offline_run_prints_a_real_leaderboard() {
-    let p = Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = Project::offline();
     let out = p.run(&["run", "--run", "demo"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let table = String::from_utf8_lossy(&out.stdout);
@@ -485,9 +483,7 @@ fn a_markdown_leaderboard_carries_its_warnings() {
 
 #[test]
 fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
-    let p = Project::empty();
-    std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml")).unwrap();
-    copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+    let p = Project::offline();
     let out = p.run(&["run", "--run", "r"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let path = p.path().join("runs/r/comparisons.jsonl");

@@ -244,6 +244,15 @@ impl Project {
         }
     }
 
+    /// A copy of the shipped offline default: judge.toml and suites/.
+    pub fn offline() -> Project {
+        let p = Project::empty();
+        std::fs::copy(repo_root().join("judge.toml"), p.path().join("judge.toml"))
+            .expect("copy judge.toml");
+        copy_tree(&repo_root().join("suites"), &p.path().join("suites"));
+        p
+    }
+
     /// A project with suite `demo` of `n` tasks (`t01`…), and the given judge.toml.
     pub fn with_suite(n: usize, config: &str) -> Project {
         let p = Project::empty();
