@@ -177,7 +177,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_sandbox: bool,
 
-    /// Wall-clock limit per check in seconds (default 20; CPU limit 10 s or this, if lower).
+    /// Wall-clock limit per check in seconds, 1 to 3600 (default 20; CPU limit 10 s or this, if
+    /// lower).
     #[arg(long, value_name = "SECS")]
     pub timeout_secs: Option<u64>,
 
