@@ -15,7 +15,8 @@ use crate::commands::compare::COMPARISONS_FILE;
 use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{
-    JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
+    JsonlAppender, RunDir, read_jsonl_repairing, read_jsonl_skipping_torn, write_json_atomic,
+    write_jsonl_atomic,
 };
 use crate::error::{JudgeError, Outcome};
 use crate::label::{
@@ -63,10 +64,12 @@ struct Labelling {
     sample: Vec<SampleItem>,
 }
 
+/// Opens a run for labelling under a shared lock: many people label (and score, export) at
+/// once; what changes the run (a new sample, compare) waits for all of them.
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
-    let (run_dir, manifest, suite, outputs) = load_run(&config, run)?;
-    let sample: Vec<SampleItem> = read_jsonl_repairing(&run_dir.file(SAMPLE_FILE))?;
+    let (run_dir, manifest, suite, outputs) = crate::commands::load_run_shared(&config, run)?;
+    let sample: Vec<SampleItem> = run_dir.read_jsonl(&run_dir.file(SAMPLE_FILE))?;
     if sample.is_empty() {
         return Err(JudgeError::usage(format!(
             "run `{run}` has no labelling sample; draw one with `judge label sample --run {run} --n 50`"
@@ -160,6 +163,14 @@ fn archive_labels(run_dir: &RunDir, files: &[String]) -> anyhow::Result<PathBuf>
         })?;
     }
     Ok(archive)
+}
+
+/// The lock on `labeller`'s file (`labels/.<labeller>.lock`), held while it is written.
+fn lock_labeller(run_dir: &RunDir, labeller: &str) -> anyhow::Result<std::fs::File> {
+    crate::engine::run_dir::lock_file(
+        &run_dir.file(&format!("labels/.{labeller}.lock")),
+        &format!("labeller `{labeller}` of run `{}`", run_dir.name()),
+    )
 }
 
 /// `judge label sample`.
@@ -360,16 +371,17 @@ fn page(text: &str) {
 /// The interactive session.
 fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result<Outcome> {
     valid_labeller(labeller)?;
-    let mut l = open(cli, run)?;
+    let l = open(cli, run)?;
     let path = labels_path(&l.run_dir, labeller);
-    let records = read_labels(&path, &l.sample)?;
+    // One writer per labeller's file; other people label alongside.
+    let _mine = lock_labeller(&l.run_dir, labeller)?;
+    let records = read_labels(&path, &l.sample, true)?;
     let mut state = effective_labels(&records);
     let mut history: Vec<String> = records
         .iter()
         .filter(|r| r.choice != Choice::Undo)
         .map(|r| r.item.clone())
         .collect();
-    l.run_dir.create_and_lock()?;
     let mut appender = JsonlAppender::open(&path)?;
     let mut keys = Keys::new();
     let clear_screen = std::io::stdout().is_terminal();
@@ -502,7 +514,8 @@ fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
 /// `judge label import`: validates every row first; imports nothing if any row is wrong.
 fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     valid_labeller(&args.labeller)?;
-    let mut l = open(cli, &args.run)?;
+    let l = open(cli, &args.run)?;
+    let _mine = lock_labeller(&l.run_dir, &args.labeller)?;
     let (records, errors) = read_sheet(&args.file, &l, &args.labeller)?;
     if !errors.is_empty() {
         for e in &errors {
@@ -515,7 +528,6 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    l.run_dir.create_and_lock()?;
     let path = labels_path(&l.run_dir, &args.labeller);
     std::fs::create_dir_all(path.parent().expect("labels dir"))
         .context("failed to create labels/")?;
@@ -637,8 +649,14 @@ fn read_sheet(
 
 /// One labeller's records, refused (naming the file and line) if any was given to another
 /// comparison than the item of that id in `sample`.
-fn read_labels(path: &Path, sample: &[SampleItem]) -> anyhow::Result<Vec<LabelRecord>> {
-    let records: Vec<LabelRecord> = read_jsonl_repairing(path)?;
+/// `mine`: the caller holds this labeller's lock (may repair a torn last line), else the
+/// line is only skipped (its writer may be appending it).
+fn read_labels(path: &Path, sample: &[SampleItem], mine: bool) -> anyhow::Result<Vec<LabelRecord>> {
+    let records: Vec<LabelRecord> = if mine {
+        read_jsonl_repairing(path)?
+    } else {
+        read_jsonl_skipping_torn(path)?
+    };
     if let Err(e) = check_labels(&records, sample) {
         // After the repairing read every non-blank line is one record.
         let text = std::fs::read_to_string(path)
@@ -660,7 +678,7 @@ fn read_labels(path: &Path, sample: &[SampleItem]) -> anyhow::Result<Vec<LabelRe
 
 /// Every labeller's labels in `labels/`, each checked against the current sample.
 pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<LabelRecord>>> {
-    let sample: Vec<SampleItem> = read_jsonl_repairing(&run_dir.file(SAMPLE_FILE))?;
+    let sample: Vec<SampleItem> = run_dir.read_jsonl(&run_dir.file(SAMPLE_FILE))?;
     let dir = run_dir.file("labels");
     let mut out = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -674,7 +692,10 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
         if labeller == "sample" {
             continue;
         }
-        out.insert(labeller.to_string(), read_labels(&e.path(), &sample)?);
+        out.insert(
+            labeller.to_string(),
+            read_labels(&e.path(), &sample, false)?,
+        );
     }
     Ok(out)
 }
@@ -684,7 +705,7 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
     crate::commands::rank::check_resamples(args.resamples, args.allow_few_resamples)?;
     let l = open(cli, &args.run)?;
     let comparisons: Vec<ComparisonRecord> =
-        read_jsonl_repairing(&l.run_dir.file(COMPARISONS_FILE))?;
+        l.run_dir.read_jsonl(&l.run_dir.file(COMPARISONS_FILE))?;
     let labels = read_all_labels(&l.run_dir)?;
     if labels.is_empty() {
         return Err(JudgeError::usage(format!(

@@ -23,24 +23,42 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Loads an existing run, locked for this process: its directory, manifest, the unchanged
-/// suite it was made from and its outputs. A missing run, a run in use by another process or
-/// a changed suite is a usage error.
-pub fn load_run(
-    config: &crate::config::Config,
-    run: &str,
-) -> anyhow::Result<(
+/// An existing run as [`load_run`] gives it.
+pub type LoadedRun = (
     crate::engine::run_dir::RunDir,
     crate::engine::manifest::Manifest,
     crate::suite::Suite,
     Vec<crate::records::OutputRecord>,
-)> {
+);
+
+/// Loads an existing run, locked for this process: its directory, manifest, the unchanged
+/// suite it was made from and its outputs. A missing run, a run in use by another process or
+/// a changed suite is a usage error.
+pub fn load_run(config: &crate::config::Config, run: &str) -> anyhow::Result<LoadedRun> {
+    load_run_locked(config, run, false)
+}
+
+/// [`load_run`] under a shared lock (see [`crate::engine::run_dir::RunDir::lock_shared`]):
+/// for labelling, which many people may do at once.
+pub fn load_run_shared(config: &crate::config::Config, run: &str) -> anyhow::Result<LoadedRun> {
+    load_run_locked(config, run, true)
+}
+
+fn load_run_locked(
+    config: &crate::config::Config,
+    run: &str,
+    shared: bool,
+) -> anyhow::Result<LoadedRun> {
     use crate::error::JudgeError;
     let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
     // Locked before anything is read: a file another process is writing is neither read half
     // way nor "repaired" under it.
     if run_dir.path().is_dir() {
-        run_dir.create_and_lock()?;
+        if shared {
+            run_dir.lock_shared()?;
+        } else {
+            run_dir.create_and_lock()?;
+        }
     }
     if !run_dir.exists() {
         return Err(JudgeError::usage(format!(
@@ -58,8 +76,7 @@ pub fn load_run(
         ))
         .into());
     }
-    let outputs =
-        crate::engine::run_dir::read_jsonl_repairing(&run_dir.file(generate::OUTPUTS_FILE))?;
+    let outputs = run_dir.read_jsonl(&run_dir.file(generate::OUTPUTS_FILE))?;
     Ok((run_dir, manifest, suite, outputs))
 }
 

@@ -19,6 +19,8 @@ pub struct RunDir {
     name: String,
     path: PathBuf,
     _lock: Option<Arc<File>>,
+    /// The lock held is shared (labelling sessions and scores), not exclusive.
+    shared: bool,
 }
 
 /// Run locks this process holds, by lock-file path: a second [`RunDir::create_and_lock`] of a
@@ -86,6 +88,7 @@ impl RunDir {
             name: name.to_string(),
             path: runs_dir.join(name),
             _lock: None,
+            shared: false,
         })
     }
 
@@ -107,6 +110,72 @@ impl RunDir {
     /// Whether the run has been started (it has a manifest).
     pub fn exists(&self) -> bool {
         self.file("manifest.json").is_file()
+    }
+
+    /// Takes a shared lock on an existing run: any number of shared holders (labelling
+    /// sessions of different people, scores, exports) but no exclusive one (a command that
+    /// changes the run). A shared holder must not repair files (see [`RunDir::read_jsonl`]);
+    /// what it writes it locks on its own (a labeller's file: [`lock_file`]).
+    pub fn lock_shared(&mut self) -> anyhow::Result<()> {
+        if self._lock.is_some() {
+            return Ok(());
+        }
+        let lock_path = self.file(".lock");
+        refuse_symlink(&lock_path)?;
+        let mut lock = self.open_lock_file(&lock_path)?;
+        if lock.try_lock_shared().is_err() {
+            return Err(self.in_use(&lock));
+        }
+        say_who_holds(&mut lock, ", and maybe other labelling sessions");
+        self._lock = Some(Arc::new(lock));
+        self.shared = true;
+        Ok(())
+    }
+
+    /// Reads a JSON Lines file of the run: a torn last line is cut off the file when this
+    /// process holds the run exclusively, else only skipped (a shared holder may not write
+    /// under another's lock, and the line may be a writer's append in progress).
+    pub fn read_jsonl<T: DeserializeOwned>(&self, path: &Path) -> anyhow::Result<Vec<T>> {
+        read_jsonl(path, self._lock.is_some() && !self.shared)
+    }
+
+    /// Opens (creating) the lock file, with a clear error for a run the user cannot write.
+    fn open_lock_file(&self, lock_path: &Path) -> anyhow::Result<File> {
+        match OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(lock_path)
+        {
+            Ok(lock) => Ok(lock),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                Err(JudgeError::usage(format!(
+                    "run `{}` is not writable by you (`{}`: {e}); judge locks a run before reading it and writes into it: run as its owner, or copy it",
+                    self.name,
+                    lock_path.display()
+                ))
+                .into())
+            }
+            Err(e) => Err(e).with_context(|| format!("failed to open `{}`", lock_path.display())),
+        }
+    }
+
+    /// The refusal when another process holds the lock, naming it when it said who it is.
+    fn in_use(&self, mut lock: &File) -> anyhow::Error {
+        let mut holder = String::new();
+        let _ = lock.read_to_string(&mut holder);
+        let holder = holder.trim();
+        let by = if holder.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", crate::report::printable(holder))
+        };
+        JudgeError::usage(format!(
+            "run `{}` is in use by another judge process{by}; wait for it to finish",
+            self.name
+        ))
+        .into()
     }
 
     /// Creates the folder and takes an exclusive lock on it for this process (released when
@@ -132,56 +201,11 @@ impl RunDir {
             return Ok(());
         }
         refuse_symlink(&lock_path)?;
-        let mut lock = match OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&lock_path)
-        {
-            Ok(lock) => lock,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(JudgeError::usage(format!(
-                    "run `{}` is not writable by you (`{}`: {e}); judge locks a run before reading it and writes into it: run as its owner, or copy it",
-                    self.name,
-                    lock_path.display()
-                ))
-                .into());
-            }
-            Err(e) => {
-                return Err(e).with_context(|| format!("failed to open `{}`", lock_path.display()));
-            }
-        };
+        let mut lock = self.open_lock_file(&lock_path)?;
         if lock.try_lock().is_err() {
-            let mut holder = String::new();
-            let _ = lock.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let by = if holder.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", crate::report::printable(holder))
-            };
-            return Err(JudgeError::usage(format!(
-                "run `{}` is in use by another judge process{by}; wait for it to finish",
-                self.name
-            ))
-            .into());
+            return Err(self.in_use(&lock));
         }
-        // Who holds it, for the message above (argv holds no secret: keys come from the
-        // environment).
-        let command: Vec<String> = std::env::args().skip(1).collect();
-        let mut command = command.join(" ");
-        if command.len() > 300 {
-            let cut = (0..=300)
-                .rev()
-                .find(|&i| command.is_char_boundary(i))
-                .unwrap_or(0);
-            command.truncate(cut);
-            command.push('…');
-        }
-        let _ = lock
-            .set_len(0)
-            .and_then(|()| writeln!(lock, "pid {}: judge {}", std::process::id(), command));
+        say_who_holds(&mut lock, "");
         let lock = Arc::new(lock);
         held.push((lock_path, Arc::downgrade(&lock)));
         if KEEP.load(Ordering::SeqCst) {
@@ -198,6 +222,17 @@ impl RunDir {
 /// mid-write) is cut off the file so that appends continue cleanly; a bad line elsewhere is
 /// an error naming the file and line.
 pub fn read_jsonl_repairing<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    read_jsonl(path, true)
+}
+
+/// [`read_jsonl_repairing`] without the repair: a torn last line is skipped, the file left as
+/// it is (its writer may be appending that line under its own lock).
+pub fn read_jsonl_skipping_torn<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    read_jsonl(path, false)
+}
+
+/// [`read_jsonl_repairing`], or with `repair` false a torn last line only skipped.
+fn read_jsonl<T: DeserializeOwned>(path: &Path, repair: bool) -> anyhow::Result<Vec<T>> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -225,11 +260,13 @@ pub fn read_jsonl_repairing<T: DeserializeOwned>(path: &Path) -> anyhow::Result<
             }
             _ if line.trim().is_empty() && complete => good_len += n as u64,
             Ok(_) | Err(_) if !complete => {
-                truncate_to(path, good_len)?;
-                eprintln!(
-                    "warning: {}:{line_no}: dropped a record cut off when an earlier run was killed",
-                    path.display()
-                );
+                if repair {
+                    truncate_to(path, good_len)?;
+                    eprintln!(
+                        "warning: {}:{line_no}: dropped a record cut off when an earlier run was killed",
+                        path.display()
+                    );
+                }
                 break;
             }
             Err(e) => {
@@ -258,6 +295,47 @@ fn truncate_to(path: &Path, len: u64) -> anyhow::Result<()> {
 pub struct JsonlAppender {
     file: File,
     path: PathBuf,
+}
+
+/// Writes into a lock file just taken who holds it (pid and command, then `more`), for the
+/// refusal another process gets. argv holds no secret: keys come from the environment.
+fn say_who_holds(lock: &mut File, more: &str) {
+    let mut command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    if command.len() > 300 {
+        let cut = (0..=300)
+            .rev()
+            .find(|&i| command.is_char_boundary(i))
+            .unwrap_or(0);
+        command.truncate(cut);
+        command.push('…');
+    }
+    let _ = lock
+        .set_len(0)
+        .and_then(|()| writeln!(lock, "pid {}: judge {command}{more}", std::process::id()));
+}
+
+/// An exclusive lock on `path` (created; a link is refused) for as long as the returned file
+/// lives: one labeller's file has one writer, however many people label the run at once.
+/// `what` names it in the refusal.
+pub fn lock_file(path: &Path, what: &str) -> anyhow::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("failed to create `{}`", dir.display()))?;
+    }
+    refuse_symlink(path)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("failed to open `{}`", path.display()))?;
+    if file.try_lock().is_err() {
+        return Err(JudgeError::usage(format!(
+            "{what} is in use by another judge process; wait for it to finish"
+        ))
+        .into());
+    }
+    Ok(file)
 }
 
 /// Refuses a symbolic link where the run keeps a file it writes in place (the lock, an

@@ -587,3 +587,76 @@ fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
         std::fs::read_to_string(p.path().join("runs/r/labels/bob.jsonl")).unwrap_or_default();
     assert!(labels.trim().is_empty(), "{labels}");
 }
+
+/// Several people label one run at once; scoring and exporting go on meanwhile; the same
+/// person twice, or a new sample, waits.
+#[test]
+fn people_label_at_once_and_scores_run_alongside() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "r", "--n", "6"])
+            .status
+            .code(),
+        Some(0)
+    );
+    // alice labels one item and stays in her session (stdin left open).
+    let mut alice = p
+        .judge()
+        .args(["label", "--run", "r", "--labeller", "alice"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut alice_keys = alice.stdin.take().unwrap();
+    alice_keys.write_all(b"1\n").unwrap();
+    alice_keys.flush().unwrap();
+    let labelled = std::time::Instant::now();
+    let alice_file = p.path().join("runs/r/labels/alice.jsonl");
+    while std::fs::read_to_string(&alice_file)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 1
+    {
+        assert!(
+            labelled.elapsed().as_secs() < 20,
+            "alice's label never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // bob labels alongside, scores and the blind sheet work meanwhile.
+    let bob = session(&p, "bob", "2\nq\n", &[]);
+    assert_eq!(bob.status.code(), Some(0), "{}", text(&bob));
+    let score = p.run(&["label", "score", "--run", "r", "--format", "json"]);
+    assert_eq!(score.status.code(), Some(0), "{}", text(&score));
+    let export = p.run(&["label", "export", "--run", "r"]);
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export));
+    // alice twice, a new sample, or compare: refused while she labels.
+    let twice = session(&p, "alice", "q\n", &[]);
+    assert_eq!(twice.status.code(), Some(2), "{}", text(&twice));
+    assert!(
+        text(&twice).contains("labeller `alice` of run `r` is in use"),
+        "{}",
+        text(&twice)
+    );
+    for args in [
+        &["label", "sample", "--run", "r", "--n", "6", "--force"][..],
+        &["compare", "--run", "r"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("in use by another judge process"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    alice_keys.write_all(b"q\n").unwrap();
+    drop(alice_keys);
+    let alice = alice.wait_with_output().unwrap();
+    assert_eq!(alice.status.code(), Some(0), "{}", text(&alice));
+    assert_eq!(p.jsonl("runs/r/labels/alice.jsonl").len(), 1);
+    assert_eq!(p.jsonl("runs/r/labels/bob.jsonl").len(), 1);
+}
