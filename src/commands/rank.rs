@@ -171,7 +171,12 @@ fn from_run(
     args: &RankArgs,
 ) -> anyhow::Result<(RankInput, RunDir, Option<String>)> {
     let config = load_config(&cli.config)?;
-    let (mut run_dir, manifest, suite, outputs) = load_run(&config, run)?;
+    // The human leaderboard is labelling's: it shares the lock with labelling sessions.
+    let (mut run_dir, manifest, suite, outputs) = if args.from_labels {
+        crate::commands::load_run_shared(&config, run)?
+    } else {
+        load_run(&config, run)?
+    };
     let comparisons: Vec<ComparisonRecord> = if args.from_labels {
         let (labelled, shared) = comparisons_from_labels(&run_dir)?;
         if shared > 0 && args.bootstrap_unit == crate::cli::UnitArg::Comparison {
@@ -373,7 +378,7 @@ pub const HUMAN_JUDGE: &str = "human-labels";
 /// labeller labelled.
 fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRecord>, usize)> {
     let sample: Vec<crate::label::SampleItem> =
-        read_jsonl_repairing(&run_dir.file(crate::commands::label::SAMPLE_FILE))?;
+        run_dir.read_jsonl(&run_dir.file(crate::commands::label::SAMPLE_FILE))?;
     let by_id: HashMap<&str, &crate::label::SampleItem> =
         sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let mut out = Vec::new();

@@ -633,6 +633,8 @@ fn people_label_at_once_and_scores_run_alongside() {
     assert_eq!(score.status.code(), Some(0), "{}", text(&score));
     let export = p.run(&["label", "export", "--run", "r"]);
     assert_eq!(export.status.code(), Some(0), "{}", text(&export));
+    let human = p.run(&["rank", "--run", "r", "--from-labels"]);
+    assert_eq!(human.status.code(), Some(0), "{}", text(&human));
     // alice twice, a new sample, or compare: refused while she labels.
     let twice = session(&p, "alice", "q\n", &[]);
     assert_eq!(twice.status.code(), Some(2), "{}", text(&twice));
@@ -644,6 +646,7 @@ fn people_label_at_once_and_scores_run_alongside() {
     for args in [
         &["label", "sample", "--run", "r", "--n", "6", "--force"][..],
         &["compare", "--run", "r"],
+        &["rank", "--run", "r"],
     ] {
         let out = p.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
