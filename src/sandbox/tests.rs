@@ -911,3 +911,15 @@ fn bwrap_dev_and_shm_are_capped() {
     let r = run(&p, check, solution);
     assert_eq!(r.result, CheckResult::Pass, "{r:?}");
 }
+
+/// The tamper check looks at the end state only: a check that captures output or patches and
+/// restores what it patched still passes.
+#[test]
+fn checks_that_restore_what_they_patch_pass() {
+    let check = "import builtins, contextlib, io, sys\nfrom solution import shout\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    shout('hi')\nassert buf.getvalue() == 'HI\\n', buf.getvalue()\nseen = []\nreal = builtins.print\nbuiltins.print = lambda *a, **k: seen.append(a)\ntry:\n    shout('x')\nfinally:\n    builtins.print = real\nassert seen == [('X',)], seen\nprint('ok')\n";
+    let solution = "def shout(s):\n    print(s.upper())\n";
+    for mode in modes() {
+        let r = run(&policy(mode), check, solution);
+        assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+    }
+}
