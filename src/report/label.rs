@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{Format, fmt_float, render_markdown, summary::render_table_aligned};
 use crate::label::{AgreementStats, SampleItem, agreement_stats, category};
 use crate::records::{SCHEMA_VERSION, Winner};
-use crate::stats::{LabelCategory, StatsError};
+use crate::stats::{LabelCategory, StatsError, kappa_cluster_bootstrap};
 
 /// How to read kappa next to raw agreement; printed with every human-readable score.
 pub const KAPPA_NOTE: &str = "Agreement is the share of items where the person chose what the judge chose. Kappa corrects it for the agreement expected by chance from each side's label frequencies: 0 = no better than chance, 1 = perfect; compare the judge's kappa with the human-human kappa (the ceiling).";
@@ -72,14 +72,21 @@ pub fn score_labels(
 ) -> Result<Scores, StatsError> {
     let human = |w: &Option<Winner>| w.and_then(category);
     let mut pooled = Vec::new();
+    // The pooled pairs by item: the clusters of the pooled row's bootstrap.
+    let mut by_item: BTreeMap<&str, Vec<(LabelCategory, LabelCategory)>> = BTreeMap::new();
     let mut labellers = Vec::new();
     for (who, items) in labels {
-        let pairs: Vec<(LabelCategory, LabelCategory)> = items
+        let pairs: Vec<(&str, (LabelCategory, LabelCategory))> = items
             .iter()
             .filter_map(|(item, w)| {
-                Some((verdicts.get(item.as_str()).copied().flatten()?, human(w)?))
+                let pair = (verdicts.get(item.as_str()).copied().flatten()?, human(w)?);
+                Some((item.as_str(), pair))
             })
             .collect();
+        for &(item, pair) in &pairs {
+            by_item.entry(item).or_default().push(pair);
+        }
+        let pairs: Vec<(LabelCategory, LabelCategory)> = pairs.into_iter().map(|p| p.1).collect();
         pooled.extend(pairs.iter().copied());
         labellers.push(LabellerScore {
             labeller: who.clone(),
@@ -132,7 +139,7 @@ pub fn score_labels(
         seed,
         resamples,
         labellers,
-        overall: agreement_stats(&pooled, resamples, seed)?,
+        overall: pooled_stats(&pooled, &by_item, resamples, seed)?,
         human_human,
         coverage_by_task: coverage(&|s| s.task.clone()),
         coverage_by_pair: coverage(&|s| format!("{} vs {}", s.model_a, s.model_b)),
@@ -140,6 +147,25 @@ pub fn score_labels(
         warnings: Vec::new(),
     }
     .with_warnings(shared_items(labels)))
+}
+
+/// Everyone's pairs against the judge: the statistics of all pairs, with the kappa interval
+/// resampling items (each with all its labels) when some item has labels from several people,
+/// whose labels of one item are not independent evidence.
+fn pooled_stats(
+    pooled: &[(LabelCategory, LabelCategory)],
+    by_item: &BTreeMap<&str, Vec<(LabelCategory, LabelCategory)>>,
+    resamples: usize,
+    seed: u64,
+) -> Result<AgreementStats, StatsError> {
+    let mut stats = agreement_stats(pooled, resamples, seed)?;
+    if by_item.values().any(|pairs| pairs.len() > 1) {
+        let clusters: Vec<Vec<(LabelCategory, LabelCategory)>> =
+            by_item.values().cloned().collect();
+        (stats.kappa_ci, stats.kappa_resamples) =
+            kappa_cluster_bootstrap(&clusters, resamples, seed)?;
+    }
+    Ok(stats)
 }
 
 /// Items that more than one person labelled (skips not counted).
@@ -193,7 +219,7 @@ impl Scores {
         }
         if shared > 0 {
             warnings.push(format!(
-                "everyone vs the judge counts each of the {shared} item(s) labelled by more than one person once per person, and its interval resamples those labels as if independent: it is narrower than the data support; read the per-person rows"
+                "everyone vs the judge counts each of the {shared} item(s) labelled by more than one person once per person; its kappa interval resamples items, each with all its labels"
             ));
         }
         self.warnings = warnings;
@@ -364,6 +390,43 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::label::Side;
+
+    #[test]
+    fn the_pooled_interval_resamples_items_not_labels() {
+        let cats = [LabelCategory::A, LabelCategory::B, LabelCategory::Tie];
+        let sample: Vec<SampleItem> = (0..60)
+            .map(|k| SampleItem {
+                item: format!("i{k:04}"),
+                task: format!("t{k}"),
+                model_a: "x".into(),
+                model_b: "y".into(),
+                first: Side::ModelA,
+                judge: "j".into(),
+            })
+            .collect();
+        let verdicts: BTreeMap<&str, Option<LabelCategory>> = sample
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.item.as_str(), Some(cats[k % 3])))
+            .collect();
+        // Two people who label every item alike, agreeing with the judge two times in three.
+        let same: BTreeMap<String, Option<Winner>> = sample
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let w = [Winner::ModelA, Winner::ModelB, Winner::Tie][(k % 3 + k / 40) % 3];
+                (s.item.clone(), Some(w))
+            })
+            .collect();
+        let labels: Labels = [("ann".to_string(), same.clone()), ("ben".to_string(), same)].into();
+        let scores = score_labels(&sample, &verdicts, &labels, 2000, 5).expect("scores");
+        let one = scores.labellers[0].vs_judge.kappa_ci.expect("defined");
+        let all = scores.overall.kappa_ci.expect("defined");
+        // Twice the labels, the same information: as wide as one person's (a row bootstrap of
+        // the pooled labels would be about 0.71 times as wide).
+        let ratio = all.width() / one.width();
+        assert!((0.85..1.15).contains(&ratio), "{ratio}: {all:?} vs {one:?}");
+    }
 
     #[test]
     fn scores_warn_of_zero_width_and_undefined_resamples() {

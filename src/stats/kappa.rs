@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::StatsError;
 use super::interval::{Interval, percentile_interval};
 use super::multinomial::CellSampler;
-use super::poisson::resample_rng;
+use super::poisson::{resample_rng, uniform_below};
 
 /// A pairwise verdict category, as chosen by the judge or by a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,6 +71,45 @@ pub fn kappa_bootstrap(
         .filter_map(|r| {
             let mut drawn: Table = [0; CATEGORIES * CATEGORIES];
             cells.sample(&mut resample_rng(seed, r), &mut drawn);
+            kappa_of(&drawn)
+        })
+        .collect();
+    let defined = samples.len();
+    Ok((percentile_interval(&mut samples), defined))
+}
+
+/// [`kappa_bootstrap`] over clusters: each cluster (an item labelled by several people) is
+/// drawn whole, bringing all its `(judge, human)` pairs, so labels of one item are not taken
+/// for independent evidence (the cluster bootstrap, Davison & Hinkley 1997, §3.8). A resample
+/// is as many uniform picks among the clusters as there are clusters. Returns the interval and
+/// in how many resamples kappa was defined.
+pub fn kappa_cluster_bootstrap(
+    clusters: &[Vec<(LabelCategory, LabelCategory)>],
+    resamples: usize,
+    seed: u64,
+) -> Result<(Option<Interval>, usize), StatsError> {
+    if resamples == 0 {
+        return Err(StatsError::NoResamples);
+    }
+    let tables: Vec<Table> = clusters
+        .iter()
+        .map(|pairs| {
+            let (judge, human): (Vec<_>, Vec<_>) = pairs.iter().copied().unzip();
+            contingency(&judge, &human)
+        })
+        .collect::<Result<_, _>>()?;
+    if tables.is_empty() {
+        return Ok((None, 0));
+    }
+    let k = tables.len() as u64;
+    let mut samples: Vec<f64> = (0..resamples)
+        .filter_map(|r| {
+            let mut rng = resample_rng(seed, r);
+            let mut drawn: Table = [0; CATEGORIES * CATEGORIES];
+            for _ in 0..k {
+                let t = &tables[uniform_below(&mut rng, k) as usize];
+                drawn.iter_mut().zip(t).for_each(|(d, c)| *d += c);
+            }
             kappa_of(&drawn)
         })
         .collect();
@@ -182,6 +221,40 @@ mod tests {
             cohen_kappa(&[A], &[]),
             Err(StatsError::LengthMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn cluster_bootstrap_of_single_pairs_matches_and_clusters_widen() {
+        let judge: Vec<_> = (0..120).map(|i| [A, B, Tie, BothBad][i % 4]).collect();
+        let human: Vec<_> = (0..120)
+            .map(|i| [A, B, Tie, BothBad][(i % 4 + i / 90) % 4])
+            .collect();
+        let single: Vec<Vec<_>> = judge
+            .iter()
+            .zip(&human)
+            .map(|(&j, &h)| vec![(j, h)])
+            .collect();
+        let (by_item, _) = kappa_cluster_bootstrap(&single, 2000, 3).expect("ok");
+        let (by_row, _) = kappa_bootstrap(&judge, &human, 2000, 3).expect("ok");
+        let (by_item, by_row) = (by_item.expect("defined"), by_row.expect("defined"));
+        // One pair per cluster: the same distribution (different draws).
+        assert!(
+            (by_item.width() / by_row.width() - 1.0).abs() < 0.15,
+            "{by_item:?} {by_row:?}"
+        );
+        // Every item labelled four times alike: 4× the rows, the same information.
+        let quadrupled: Vec<Vec<_>> = single.iter().map(|c| vec![c[0]; 4]).collect();
+        let (clustered, _) = kappa_cluster_bootstrap(&quadrupled, 2000, 3).expect("ok");
+        let clustered = clustered.expect("defined");
+        assert!(
+            (clustered.width() / by_item.width() - 1.0).abs() < 0.15,
+            "{clustered:?}"
+        );
+        let flat: Vec<(LabelCategory, LabelCategory)> = quadrupled.concat();
+        let (fj, fh): (Vec<_>, Vec<_>) = flat.into_iter().unzip();
+        let (naive, _) = kappa_bootstrap(&fj, &fh, 2000, 3).expect("ok");
+        assert!(naive.expect("defined").width() < 0.65 * clustered.width());
+        assert_eq!(kappa_cluster_bootstrap(&[], 10, 1), Ok((None, 0)));
     }
 
     #[test]

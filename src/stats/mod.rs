@@ -35,6 +35,6 @@ pub use error::StatsError;
 pub use interval::{
     Interval, IntervalTails, LOWER_QUANTILE, UPPER_QUANTILE, percentile_interval, quantile_sorted,
 };
-pub use kappa::{LabelCategory, agreement, cohen_kappa, kappa_bootstrap};
+pub use kappa::{LabelCategory, agreement, cohen_kappa, kappa_bootstrap, kappa_cluster_bootstrap};
 pub use ranks::{rank_groups, tied_ranks};
 pub use wilson::{WILSON_Z, wilson_interval};
