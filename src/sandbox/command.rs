@@ -1,4 +1,4 @@
-//! Building the sandboxed command: the Python launcher (rlimits) and runner (check.py to its
+//! Building the sandboxed command: the Python launcher (rlimits) and runner (check.py, from stdin, to its
 //! end), and the bwrap / setpriv / plain command lines.
 
 use std::ffi::OsString;
@@ -36,24 +36,28 @@ pub(super) fn finish_marker(nonce: &str) -> String {
 /// from the solution, e.g. a module-level `sys.exit(main())`) is a failure, and an exit that
 /// skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
 ///
-/// The marker carries a nonce that the harness writes to the runner's stdin: read and
-/// replaced by /dev/null before anything else runs, it is in no file, argument or environment
-/// variable the solution can read. And a check passes only if it ran with the interpreter as
+/// The marker carries a nonce that the harness writes to the runner's stdin, followed by the
+/// source of `check.py`: read and replaced by /dev/null before anything else runs, neither is
+/// in a file, argument or environment variable the solution can read (the hidden test is not
+/// in the working directory). And a check passes only if it ran with the interpreter as
 /// it was: a solution that replaced `sys.exit`, `os._exit`, `print`, the exception classes
 /// or installed a trace function (to silence the check's failure) fails. Both raise the bar;
 /// neither stops code written to defeat an in-process check (see the README).
-pub(super) const RUNNER: &str = r#"import os, runpy, sys, traceback, builtins
-_nonce = b''
+pub(super) const RUNNER: &str = r#"import os, sys, traceback, builtins, linecache
+_parts = []
 while True:
-    _chunk = os.read(0, 256)
+    _chunk = os.read(0, 65536)
     if not _chunk:
         break
-    _nonce += _chunk
+    _parts.append(_chunk)
 _null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_null, 0)
 os.close(_null)
+_nonce, _, _source = b''.join(_parts).partition(b'\n')
 _marker = PREFIX + _nonce.strip() + SUFFIX
-del _nonce, _chunk
+_source = _source.decode('utf-8')
+linecache.cache['check.py'] = (len(_source), None, _source.splitlines(True), 'check.py')
+del _parts, _chunk, _nonce
 _write, _getattr, _gettrace, _getprofile = os.write, getattr, sys.gettrace, sys.getprofile
 _guard = [(sys, 'exit'), (sys, 'excepthook'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
@@ -63,7 +67,9 @@ sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())
 code = 1
 try:
-    runpy.run_path('check.py', run_name='__main__')
+    _check = compile(_source, 'check.py', 'exec')
+    del _source
+    exec(_check, {'__name__': '__main__', '__file__': 'check.py', '__builtins__': builtins})
     code = 0
 except SystemExit as e:
     c = e.code
@@ -336,11 +342,10 @@ pub(super) fn bwrap_args(
         ]);
     }
     a.extend(["--tmpfs", "/tmp", "--dir", SANDBOX_WORKDIR].map(OsString::from));
-    for name in ["check.py", "solution.py"] {
-        a.push("--ro-bind".into());
-        a.push(host_dir.join(name).into());
-        a.push(format!("{SANDBOX_WORKDIR}/{name}").into());
-    }
+    // check.py is not bound: the runner gets it on stdin (see RUNNER).
+    a.push("--ro-bind".into());
+    a.push(host_dir.join("solution.py").into());
+    a.push(format!("{SANDBOX_WORKDIR}/solution.py").into());
     a.extend(
         [
             "--remount-ro",

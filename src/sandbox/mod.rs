@@ -4,8 +4,9 @@
 //!
 //! [`run_check`] makes a fresh host directory (under [`std::env::temp_dir`],
 //! removed by a drop guard on every path out, panics included), writes
-//! `check.py` and `solution.py` into it and runs `python3 check.py` with the
-//! solution importable from the working directory. The verdict comes from how
+//! `solution.py` into it and runs the check with the solution importable from
+//! the working directory; `check.py` itself reaches the runner on stdin (after
+//! the finish marker's nonce) and is never a file the solution can read. The verdict comes from how
 //! the process ended (see [`CheckResult`]); stdout and stderr are read
 //! concurrently and only their last [`SandboxPolicy::output_cap_bytes`] are
 //! kept.
@@ -26,26 +27,27 @@
 //!         --ro-bind-try /etc/X /etc/X   for X in ld.so.cache ld.so.conf
 //!                   ld.so.conf.d localtime passwd group nsswitch.conf python3*
 //!         --proc /proc --dev /dev
+//!         --size <tmpfs_bytes> --perms 1777 --tmpfs /dev/shm
 //!         --perms 1777 --size <tmpfs_bytes> --tmpfs /tmp
 //!         --dir /tmp/check
-//!         --ro-bind <hostdir>/check.py    /tmp/check/check.py
 //!         --ro-bind <hostdir>/solution.py /tmp/check/solution.py
-//!         --remount-ro /
+//!         --remount-ro / --remount-ro /dev
 //!         --chdir /tmp/check
 //!         --clearenv --setenv PATH … HOME /tmp/check LANG C.UTF-8
 //!         --setenv PYTHONDONTWRITEBYTECODE 1 PYTHONHASHSEED 0 TMPDIR /tmp/check
-//!         -- /usr/bin/python3 -c <launcher> <limits…> /usr/bin/python3 check.py
+//!         -- /usr/bin/python3 -c <launcher> <limits…> /usr/bin/python3 -c <runner>
 //! ```
 //!
 //! * **Nothing of the host is visible but `/usr` and a handful of `/etc`
 //!   files**, all read-only; `/root`, `/home`, `/work`, the host `/tmp` and the
 //!   rest of `/etc` do not exist inside. The sandbox's own root is remounted
 //!   read-only.
-//! * **The only writable place is a size-capped tmpfs** at `/tmp` (the working
-//!   directory `/tmp/check` lives on it). The host directory itself is never
-//!   mounted: only its two files are, read-only, so a solution can neither fill
-//!   the host disk nor rewrite `check.py`. The tmpfs is memory that
-//!   `RLIMIT_AS` does not count, hence its own cap.
+//! * **The only writable places are size-capped tmpfs** at `/tmp` (the working
+//!   directory `/tmp/check` lives on it) and `/dev/shm`; `/dev` is read-only.
+//!   The host directory itself is never mounted: only `solution.py` is,
+//!   read-only, so a solution cannot fill the host disk, and the check is not
+//!   a file at all. A tmpfs is memory that `RLIMIT_AS` does not count, hence
+//!   the caps.
 //! * **No network**: a fresh network namespace holds only its own loopback,
 //!   so even `127.0.0.1` is not the host's.
 //! * **No environment leaks**: bwrap clears the environment and sets only the
@@ -397,7 +399,6 @@ fn run_check_in(
     let owner =
         root.then(|| host_uid_for_run(std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
     let work = WorkDir::create(base, owner)?;
-    work.write_file("check.py", check_py, owner)?;
     work.write_file("solution.py", solution_code, owner)?;
 
     let drop_to = setpriv.as_deref().zip(owner);
@@ -442,11 +443,15 @@ fn run_check_in(
         group: bwrap.is_none(),
         reaped: false,
     };
-    if let Some(mut stdin) = guard.child.stdin.take() {
-        // A few bytes into an empty pipe: never blocks. A check that never starts never
-        // reads them, which is no error here.
-        let _ = std::io::Write::write_all(&mut stdin, format!("{nonce}\n").as_bytes());
-    }
+    let feeder = guard.child.stdin.take().map(|mut stdin| {
+        // The nonce, then check.py, from a thread: a check larger than the pipe would block
+        // until the runner reads it. A check that never starts never reads it; the write then
+        // fails, which is no error here.
+        let payload = format!("{nonce}\n{check_py}");
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, payload.as_bytes());
+        })
+    });
 
     let cap = policy.output_cap_bytes;
     let stdout = guard.child.stdout.take().expect("stdout is piped");
@@ -476,6 +481,10 @@ fn run_check_in(
         nap = (nap * 2).min(Duration::from_millis(20));
     };
     let duration_ms = u64::try_from((ended - start).as_millis()).unwrap_or(u64::MAX);
+    // The feeder is done once the runner read its stdin or the pipe closed with the check.
+    if let Some(feeder) = feeder.filter(|f| f.is_finished()) {
+        let _ = feeder.join();
+    }
     if guard.group {
         // Stragglers left in the process group (background children).
         kill_group(guard.child.id());
