@@ -43,7 +43,7 @@ pub(super) fn finish_marker(nonce: &str) -> String {
 /// it was: a solution that replaced `sys.exit`, `os._exit`, `print`, the exception classes
 /// or installed a trace function (to silence the check's failure) fails. Both raise the bar;
 /// neither stops code written to defeat an in-process check (see the README).
-pub(super) const RUNNER: &str = r#"import os, sys, traceback, builtins, linecache
+pub(super) const RUNNER: &str = r#"import os, sys, traceback, builtins, linecache, types
 _parts = []
 while True:
     _chunk = os.read(0, 65536)
@@ -69,7 +69,13 @@ code = 1
 try:
     _check = compile(_source, 'check.py', 'exec')
     del _source
-    exec(_check, {'__name__': '__main__', '__file__': 'check.py', '__builtins__': builtins})
+    # A real module in sys.modules['__main__'], as `python3 check.py` (and runpy) gives it:
+    # pickle, dataclasses and unittest look up what the check defines there.
+    _main = types.ModuleType('__main__')
+    _main.__file__ = 'check.py'
+    _main.__builtins__ = builtins
+    sys.modules['__main__'] = _main
+    exec(_check, _main.__dict__)
     code = 0
 except SystemExit as e:
     c = e.code

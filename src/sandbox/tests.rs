@@ -949,3 +949,14 @@ fn a_large_check_arrives_whole() {
         );
     }
 }
+
+/// The check runs as a real `__main__` module: what it defines can be pickled, and
+/// dataclasses with postponed annotations resolve.
+#[test]
+fn the_check_is_a_real_main_module() {
+    let check = "from __future__ import annotations\nimport dataclasses, pickle, sys\nfrom solution import double\n@dataclasses.dataclass\nclass Case:\n    x: int\n    want: int\ncase = pickle.loads(pickle.dumps(Case(2, 4)))\nassert double(case.x) == case.want\nassert sys.modules['__main__'].Case is Case\nprint('ok')\n";
+    for mode in modes() {
+        let r = run(&policy(mode), check, "def double(x):\n    return 2 * x\n");
+        assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+    }
+}
