@@ -391,10 +391,9 @@ mod tests {
     use super::*;
     use crate::label::Side;
 
-    #[test]
-    fn the_pooled_interval_resamples_items_not_labels() {
-        let cats = [LabelCategory::A, LabelCategory::B, LabelCategory::Tie];
-        let sample: Vec<SampleItem> = (0..60)
+    /// `n` sample items `i0000`… of x vs y, one task each.
+    fn items(n: usize) -> Vec<SampleItem> {
+        (0..n)
             .map(|k| SampleItem {
                 item: format!("i{k:04}"),
                 task: format!("t{k}"),
@@ -403,7 +402,13 @@ mod tests {
                 first: Side::ModelA,
                 judge: "j".into(),
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_pooled_interval_resamples_items_not_labels() {
+        let cats = [LabelCategory::A, LabelCategory::B, LabelCategory::Tie];
+        let sample = items(60);
         let verdicts: BTreeMap<&str, Option<LabelCategory>> = sample
             .iter()
             .enumerate()
@@ -430,16 +435,7 @@ mod tests {
 
     #[test]
     fn scores_warn_of_zero_width_and_undefined_resamples() {
-        let sample: Vec<SampleItem> = (0..6)
-            .map(|k| SampleItem {
-                item: format!("i{k:04}"),
-                task: format!("t{k}"),
-                model_a: "x".into(),
-                model_b: "y".into(),
-                first: Side::ModelA,
-                judge: "j".into(),
-            })
-            .collect();
+        let sample = items(6);
         let verdicts: BTreeMap<&str, Option<LabelCategory>> = sample
             .iter()
             .enumerate()
