@@ -156,12 +156,38 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         .filter(|r| r.result == CheckOutcome::Error)
         .count();
     if errors > 0 {
+        warn_invalid_checks(&records);
         eprintln!(
             "warning: {errors} check(s) ended with `error` (the harness could not get a verdict); see stderr_tail in {CHECKS_FILE}"
         );
         return Ok(Outcome::ItemsFailed);
     }
     Ok(Outcome::Success)
+}
+
+/// One warning per task whose check.py does not compile, with Python's reason.
+fn warn_invalid_checks(records: &[CheckRecord]) {
+    let mut warned = std::collections::BTreeSet::new();
+    for r in records {
+        let Some(before) = r
+            .stderr_tail
+            .strip_suffix(crate::sandbox::INVALID_CHECK_NOTE)
+        else {
+            continue;
+        };
+        if warned.insert(r.task.as_str()) {
+            let reason = before
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            eprintln!(
+                "warning: task {:?}: its check.py does not compile ({}); fix it in the suite and start a new run (`judge generate --run NEW`: outputs come from the cache)",
+                r.task,
+                reason.trim()
+            );
+        }
+    }
 }
 
 /// The longest wall-clock limit a check may be given (`--timeout-secs`): one hour.
@@ -359,7 +385,10 @@ fn check_one(
         // 2: a check passes only by running to its end (SystemExit(0) and os._exit fail).
         // 3: the finish marker carries a nonce from stdin, the interpreter must be as it was,
         // a crash after the start is a failure, /dev/shm is capped.
-        "runner": 3,
+        // 4: the finish marker counts wherever it is in stderr (a daemon thread may write
+        // after it), a check.py with a BOM or CRLF runs, one that does not compile is `error`,
+        // the check may set sys.excepthook.
+        "runner": 4,
         "check_sha256": record.check_sha256,
         "code_sha256": record.code_sha256,
         "sandbox": record.sandbox,

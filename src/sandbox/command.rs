@@ -21,14 +21,18 @@ pub(super) const LAUNCH_MARKER: &[u8] = b"\x1ejudge-sandbox:launched\x1e\n";
 pub(super) const FINISH_PREFIX: &[u8] = b"\x1ejudge-sandbox:finished:";
 pub(super) const FINISH_SUFFIX: &[u8] = b"\x1e\n";
 
+/// Written to stderr by the runner, with the run's nonce, when `check.py` itself does not
+/// compile (before the solution could run): no verdict on the answer.
+pub(super) const INVALID_PREFIX: &[u8] = b"\x1ejudge-sandbox:check-invalid:";
+
 /// The finish marker of a run whose nonce is `nonce` (ASCII hex).
-pub(super) fn finish_marker(nonce: &str) -> String {
-    let text = |b: &[u8]| {
-        std::str::from_utf8(b)
-            .expect("the marker is ASCII")
-            .to_string()
-    };
-    format!("{}{nonce}{}", text(FINISH_PREFIX), text(FINISH_SUFFIX))
+pub(super) fn finish_marker(nonce: &str) -> Vec<u8> {
+    [FINISH_PREFIX, nonce.as_bytes(), FINISH_SUFFIX].concat()
+}
+
+/// The marker of a `check.py` that does not compile, for the nonce `nonce`.
+pub(super) fn invalid_marker(nonce: &str) -> Vec<u8> {
+    [INVALID_PREFIX, nonce.as_bytes(), FINISH_SUFFIX].concat()
 }
 
 /// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
@@ -55,11 +59,23 @@ os.dup2(_null, 0)
 os.close(_null)
 _nonce, _, _source = b''.join(_parts).partition(b'\n')
 _marker = PREFIX + _nonce.strip() + SUFFIX
-_source = _source.decode('utf-8')
-linecache.cache['check.py'] = (len(_source), None, _source.splitlines(True), 'check.py')
+_invalid = INVALID + _nonce.strip() + SUFFIX
 del _parts, _chunk, _nonce
 _write, _getattr, _gettrace, _getprofile = os.write, getattr, sys.gettrace, sys.getprofile
-_guard = [(sys, 'exit'), (sys, 'excepthook'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
+# As `python3 check.py` reads it: a UTF-8 byte order mark is dropped and every line ending
+# is a newline (tracebacks quote the lines from linecache).
+try:
+    _source = _source.decode('utf-8-sig').replace('\r\n', '\n').replace('\r', '\n')
+    _check = compile(_source, 'check.py', 'exec')
+except BaseException:
+    # Nothing of the solution has run yet: the check itself is broken, no verdict.
+    traceback.print_exc()
+    sys.stderr.flush()
+    _write(2, _invalid)
+    os._exit(1)
+linecache.cache['check.py'] = (len(_source), None, _source.splitlines(True), 'check.py')
+del _source
+_guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]
 _before = [_getattr(o, n, None) for o, n in _guard]
@@ -67,8 +83,6 @@ sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())
 code = 1
 try:
-    _check = compile(_source, 'check.py', 'exec')
-    del _source
     # A real module in sys.modules['__main__'], as `python3 check.py` (and runpy) gives it:
     # pickle, dataclasses and unittest look up what the check defines there.
     _main = types.ModuleType('__main__')
@@ -93,7 +107,7 @@ if _gettrace() is not None or _getprofile() is not None:
 if code == 0 and _changed:
     code = 1
     try:
-        sys.__stderr__.write('judge: check.py ran with %s replaced (by the solution?); a check passes only with the interpreter as it was\n' % ', '.join(_changed))
+        sys.__stderr__.write('judge: check.py ended with %s replaced (by the solution, or by the check without restoring it); a check passes only with the interpreter as it found it\n' % ', '.join(_changed))
     except BaseException:
         pass
 try:
@@ -158,6 +172,7 @@ pub(super) fn launcher_args(policy: &SandboxPolicy, nproc: u64) -> Vec<OsString>
                 RUNNER
                     .replace("PREFIX", &bytes_literal(FINISH_PREFIX))
                     .replace("SUFFIX", &bytes_literal(FINISH_SUFFIX))
+                    .replace("INVALID", &bytes_literal(INVALID_PREFIX))
             })
             .into(),
     );

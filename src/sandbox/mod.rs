@@ -218,13 +218,14 @@ pub enum CheckResult {
     Pass,
     /// `check.py` exited with a non-zero status: a failed assertion, an
     /// uncaught exception (status 1), a syntax error in the solution, a
-    /// `MemoryError` or an `EFBIG` from the file-size limit. The candidate's
+    /// `MemoryError` or an `EFBIG` from the file-size limit; or it did not run
+    /// to its end; or the process died of a signal once Python had started
+    /// (SIGSEGV, SIGABRT, SIGKILL from the OOM killer, ...). The candidate's
     /// code is wrong.
     Fail,
     /// No verdict: the sandbox or the interpreter failed before the check
-    /// started (the reason is in `stderr_tail`), or the process died of a
-    /// signal other than a CPU-limit one (SIGSEGV, SIGABRT, SIGKILL from the
-    /// OOM killer, SIGXFSZ when the code un-ignored it, ...).
+    /// started, or `check.py` itself does not compile (the reason is in
+    /// `stderr_tail`).
     Error,
     /// The wall-clock timeout fired, or the CPU limit killed the process
     /// (SIGXCPU; or SIGKILL once the run has lasted at least `cpu_secs`, which
@@ -247,11 +248,11 @@ pub struct CheckRun {
     pub duration_ms: u64,
     /// The last bytes of stdout (lossy UTF-8).
     pub stdout_tail: String,
-    /// The last bytes of stderr (lossy UTF-8), the launcher's marker removed.
+    /// The last bytes of stderr (lossy UTF-8), the launcher's and runner's markers removed.
     pub stderr_tail: String,
     /// How many bytes stdout carried in all.
     pub stdout_bytes: u64,
-    /// How many bytes stderr carried in all (marker excluded).
+    /// How many bytes stderr carried in all (markers excluded).
     pub stderr_bytes: u64,
     /// `"bwrap"` or `"none"`.
     pub sandbox: &'static str,
@@ -411,6 +412,7 @@ fn run_check_in(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let nonce = fresh_nonce();
+    let (finish, invalid) = (finish_marker(&nonce), invalid_marker(&nonce));
     // Its own process group: killable as one, and out of reach of the terminal's Ctrl-C,
     // which is the harness's to handle (a check killed by it would read as an error).
     cmd.process_group(0);
@@ -456,8 +458,10 @@ fn run_check_in(
     let cap = policy.output_cap_bytes;
     let stdout = guard.child.stdout.take().expect("stdout is piped");
     let stderr = guard.child.stderr.take().expect("stderr is piped");
-    let (out_buf, out_thread) = spawn_reader(stdout, cap, "sandbox-stdout")?;
-    let (err_buf, err_thread) = spawn_reader(stderr, cap, "sandbox-stderr")?;
+    let (out_buf, out_thread) = spawn_reader(stdout, cap, Vec::new(), "sandbox-stdout")?;
+    // The runner's markers are cut out of stderr wherever they are: a daemon thread of the
+    // solution may still write after the finish marker, before the process is gone.
+    let (err_buf, err_thread) = spawn_reader(stderr, cap, vec![finish, invalid], "sandbox-stderr")?;
 
     let deadline = start + policy.wall_timeout;
     let mut nap = Duration::from_millis(1);
@@ -503,7 +507,11 @@ fn run_check_in(
         // only): the thread is left to finish on its own.
     }
     let out = snapshot(&out_buf, cap, 0);
-    let launched = lock(&err_buf).head == LAUNCH_MARKER;
+    let (launched, marker) = {
+        let c = lock(&err_buf);
+        (c.head == LAUNCH_MARKER, c.found)
+    };
+    let (finished, check_invalid) = (marker == Some(0), marker == Some(1));
     let err = snapshot(
         &err_buf,
         cap,
@@ -511,11 +519,7 @@ fn run_check_in(
     );
 
     let (exit_code, signal) = decode_status(status, bwrap.is_some() && !timed_out);
-    let marker = finish_marker(&nonce);
-    let (mut stderr_tail, finished) = match err.text.strip_suffix(marker.as_str()) {
-        Some(rest) => (rest.to_string(), true),
-        None => (err.text, false),
-    };
+    let mut stderr_tail = err.text;
     let mut result = classify(
         timed_out,
         launched,
@@ -524,10 +528,13 @@ fn run_check_in(
         policy.cpu_secs,
         duration_ms,
     );
-    if result == CheckResult::Pass && !finished {
+    if check_invalid && !timed_out {
+        result = CheckResult::Error;
+        stderr_tail.push_str(INVALID_CHECK_NOTE);
+    } else if result == CheckResult::Pass && !finished {
         result = CheckResult::Fail;
         stderr_tail.push_str(
-            "\njudge: the process exited with status 0 before check.py ran to its end (os._exit in the solution?)\n",
+            "\njudge: the process exited with status 0 without check.py running to its end (os._exit in the solution?)\n",
         );
     }
     if !launched && !timed_out {
@@ -543,10 +550,14 @@ fn run_check_in(
         stdout_tail: out.text,
         stderr_tail,
         stdout_bytes: out.total,
-        stderr_bytes: err.total - if finished { marker.len() as u64 } else { 0 },
+        stderr_bytes: err.total,
         sandbox,
     })
 }
+
+/// Appended to the stderr tail of a check run whose `check.py` does not compile (the
+/// traceback above it says why); the run's result is [`CheckResult::Error`].
+pub const INVALID_CHECK_NOTE: &str = "\njudge: check.py itself does not compile (see above): no verdict on any answer until the suite's check is fixed\n";
 
 /// Turn a raw status into (exit code, signal). With `bwrap_encoded`, a status
 /// 129..=192 is bwrap's report of signal `status - 128`.

@@ -185,27 +185,78 @@ pub(super) fn make_removable(path: &Path) {
 pub(super) struct Capture {
     /// The last bytes (at most twice the cap, trimmed to the cap on reading).
     pub(super) tail: Vec<u8>,
-    /// Bytes seen in all.
+    /// Bytes seen in all, the markers cut out excluded.
     pub(super) total: u64,
     /// The first `LAUNCH_MARKER.len()` bytes.
     pub(super) head: Vec<u8>,
+    /// Byte strings to find and cut out of the stream wherever they appear (the runner's
+    /// markers on stderr); the first one in the stream wins and the search stops.
+    pub(super) cuts: Vec<Vec<u8>>,
+    /// Which of `cuts` was found, if one was.
+    pub(super) found: Option<usize>,
+    /// The unsearched end of the stream: bytes that may be the start of a marker, held back
+    /// until the next chunk tells.
+    pending: Vec<u8>,
 }
 
 impl Capture {
+    /// A capture that cuts the first of `cuts` found out of the stream.
+    pub(super) fn cutting(cuts: Vec<Vec<u8>>) -> Self {
+        Capture {
+            cuts,
+            ..Capture::default()
+        }
+    }
+
     /// Take in one chunk, keeping at most `cap` (+ slack) trailing bytes.
     pub(super) fn push(&mut self, chunk: &[u8], cap: usize) {
         if self.head.len() < LAUNCH_MARKER.len() {
             let need = LAUNCH_MARKER.len() - self.head.len();
             self.head.extend_from_slice(&chunk[..need.min(chunk.len())]);
         }
-        self.total += chunk.len() as u64;
-        let chunk = &chunk[chunk.len().saturating_sub(cap)..];
-        self.tail.extend_from_slice(chunk);
+        if self.found.is_some() || self.cuts.is_empty() {
+            self.keep(chunk, cap);
+            return;
+        }
+        self.pending.extend_from_slice(chunk);
+        let hit = self
+            .cuts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, cut)| find(&self.pending, cut).map(|at| (i, at, cut.len())))
+            .min_by_key(|&(_, at, _)| at);
+        let pending = std::mem::take(&mut self.pending);
+        if let Some((i, at, len)) = hit {
+            self.found = Some(i);
+            self.keep(&pending[..at], cap);
+            self.keep(&pending[at + len..], cap);
+            return;
+        }
+        // A marker that has begun but not ended lies within its length minus one of the end.
+        let hold = self.cuts.iter().map(|c| c.len() - 1).max().unwrap_or(0);
+        let split = pending.len().saturating_sub(hold);
+        self.keep(&pending[..split], cap);
+        self.pending = pending[split..].to_vec();
+    }
+
+    /// Append bytes that are the stream's own (no marker) to the tail.
+    fn keep(&mut self, bytes: &[u8], cap: usize) {
+        self.total += bytes.len() as u64;
+        let bytes = &bytes[bytes.len().saturating_sub(cap)..];
+        self.tail.extend_from_slice(bytes);
         if self.tail.len() > cap.saturating_mul(2).max(cap + 8192) {
             let excess = self.tail.len() - cap;
             self.tail.drain(..excess);
         }
     }
+}
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A stream's final text.
@@ -224,8 +275,13 @@ pub(super) fn lock(m: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
 /// bytes and without a character cut in half at the front.
 pub(super) fn snapshot(buf: &Mutex<Capture>, cap: usize, strip: usize) -> Snapshot {
     let c = lock(buf);
-    let mut bytes = &c.tail[c.tail.len().saturating_sub(cap)..];
-    let offset = c.total - bytes.len() as u64;
+    // Bytes still held back as a possible marker start are the stream's (it ended, or
+    // is being read from by an escaped descendant).
+    let mut whole = c.tail.clone();
+    whole.extend_from_slice(&c.pending);
+    let total = c.total + c.pending.len() as u64;
+    let mut bytes = &whole[whole.len().saturating_sub(cap)..];
+    let offset = total - bytes.len() as u64;
     let strip = strip as u64;
     if offset < strip {
         bytes = &bytes[(strip - offset).min(bytes.len() as u64) as usize..];
@@ -241,17 +297,19 @@ pub(super) fn snapshot(buf: &Mutex<Capture>, cap: usize, strip: usize) -> Snapsh
     }
     Snapshot {
         text: String::from_utf8_lossy(bytes).into_owned(),
-        total: c.total.saturating_sub(strip),
+        total: total.saturating_sub(strip),
     }
 }
 
-/// Read `src` to its end on a new thread into a shared [`Capture`].
+/// Read `src` to its end on a new thread into a shared [`Capture`] that cuts out the first of
+/// `cuts` it finds.
 pub(super) fn spawn_reader(
     mut src: impl Read + Send + 'static,
     cap: usize,
+    cuts: Vec<Vec<u8>>,
     name: &str,
 ) -> Result<(Arc<Mutex<Capture>>, JoinHandle<()>), SandboxError> {
-    let buf = Arc::new(Mutex::new(Capture::default()));
+    let buf = Arc::new(Mutex::new(Capture::cutting(cuts)));
     let shared = Arc::clone(&buf);
     let handle = std::thread::Builder::new()
         .name(name.to_string())

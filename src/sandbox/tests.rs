@@ -960,3 +960,127 @@ fn the_check_is_a_real_main_module() {
         assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
     }
 }
+
+/// The runner's markers are cut out of the stream wherever they fall: split over chunks, in the
+/// middle of other output, and only the first one found counts.
+#[test]
+fn capture_cuts_a_marker_anywhere() {
+    let marker = b"\x1eEND:abc\x1e\n".to_vec();
+    let other = b"\x1eBAD:abc\x1e\n".to_vec();
+    let stream = [&b"before\n"[..], &marker, b"after\n"].concat();
+    // Every way of cutting the stream into two or three chunks.
+    for i in 0..=stream.len() {
+        for j in i..=stream.len() {
+            let m = Mutex::new(Capture::cutting(vec![marker.clone(), other.clone()]));
+            for part in [&stream[..i], &stream[i..j], &stream[j..]] {
+                lock(&m).push(part, 100);
+            }
+            assert_eq!(lock(&m).found, Some(0), "split at {i}, {j}");
+            let s = snapshot(&m, 100, 0);
+            assert_eq!(s.text, "before\nafter\n", "split at {i}, {j}");
+            assert_eq!(s.total, 13);
+        }
+    }
+    // No marker: every byte is kept, including a held-back partial marker at the end.
+    let m = Mutex::new(Capture::cutting(vec![marker.clone()]));
+    lock(&m).push(b"text \x1eEND:ab", 100);
+    assert_eq!(lock(&m).found, None);
+    assert_eq!(snapshot(&m, 100, 0).text, "text \x1eEND:ab");
+    assert_eq!(snapshot(&m, 100, 0).total, 12);
+    // The second marker; a later copy of the first is the stream's own text.
+    let m = Mutex::new(Capture::cutting(vec![marker.clone(), other.clone()]));
+    lock(&m).push(&[&b"x"[..], &other, &marker].concat(), 100);
+    assert_eq!(lock(&m).found, Some(1));
+    assert_eq!(
+        snapshot(&m, 100, 0).text.as_bytes(),
+        [&b"x"[..], &marker].concat()
+    );
+}
+
+/// A check.py saved with a byte order mark or Windows line endings runs as `python3 check.py`
+/// runs it, and its tracebacks quote clean lines.
+#[test]
+fn a_check_with_a_bom_or_crlf_runs() {
+    let lines =
+        "from solution import add\r\nassert add(2, 3) == 5, 'add is wrong'\r\nprint('ok')\r\n";
+    for mode in modes() {
+        let p = policy(mode);
+        for check in [
+            format!("\u{feff}{lines}"),
+            lines.to_string(),
+            lines.replace("\r\n", "\r"),
+        ] {
+            let fine = run(&p, &check, "def add(a, b):\n    return a + b\n");
+            assert_eq!(
+                fine.result,
+                CheckResult::Pass,
+                "{mode:?} {check:?}: {fine:?}"
+            );
+            let wrong = run(&p, &check, "def add(a, b):\n    return a - b\n");
+            assert_eq!(wrong.result, CheckResult::Fail, "{mode:?}: {wrong:?}");
+            assert!(
+                wrong
+                    .stderr_tail
+                    .contains("    assert add(2, 3) == 5, 'add is wrong'\n"),
+                "{mode:?}: {wrong:?}"
+            );
+            assert!(!wrong.stderr_tail.contains('\r'), "{mode:?}: {wrong:?}");
+        }
+    }
+}
+
+/// A correct solution whose daemon thread keeps writing to stderr after the check has run to
+/// its end passes, every time, and the finish marker never shows in the tail.
+#[test]
+fn output_after_the_finish_marker_does_not_fail_a_pass() {
+    let solution = "import sys, threading, time\ndef _chatter():\n    while True:\n        sys.stderr.write('tick\\n')\n        sys.stderr.flush()\n        time.sleep(0.0001)\nthreading.Thread(target=_chatter, daemon=True).start()\ntime.sleep(0.01)\ndef add(a, b):\n    return a + b\n";
+    let check = "from solution import add\nassert add(2, 3) == 5\n";
+    for mode in modes() {
+        let p = policy(mode);
+        for _ in 0..10 {
+            let r = run(&p, check, solution);
+            assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+            assert!(!r.stderr_tail.contains("judge-sandbox"), "{mode:?}: {r:?}");
+            assert!(!r.stderr_tail.contains("judge:"), "{mode:?}: {r:?}");
+        }
+    }
+}
+
+/// A check.py that does not compile gives no verdict on any answer: `error`, with its
+/// SyntaxError, never `fail`.
+#[test]
+fn a_check_that_does_not_compile_is_an_error() {
+    for mode in modes() {
+        let p = policy(mode);
+        for solution in ["def add(a, b):\n    return a + b\n", "syntax error here\n"] {
+            let r = run(
+                &p,
+                "from solution import add\nassert add(2, 3) == 5 +\n",
+                solution,
+            );
+            assert_eq!(r.result, CheckResult::Error, "{mode:?}: {r:?}");
+            assert!(r.stderr_tail.contains("SyntaxError"), "{mode:?}: {r:?}");
+            assert!(
+                r.stderr_tail.contains(INVALID_CHECK_NOTE),
+                "{mode:?}: {r:?}"
+            );
+            assert!(!r.stderr_tail.contains("judge-sandbox"), "{mode:?}: {r:?}");
+        }
+        // A syntax error in the solution is still the solution's failure.
+        let r = run(&p, "from solution import add\n", "syntax error here\n");
+        assert_eq!(r.result, CheckResult::Fail, "{mode:?}: {r:?}");
+    }
+}
+
+/// A check may install its own `sys.excepthook` (it has no bearing on the verdict).
+#[test]
+fn a_check_may_set_its_own_excepthook() {
+    let check = "import sys\nsys.excepthook = lambda *a: None\nfrom solution import add\nassert add(2, 3) == 5\n";
+    for mode in modes() {
+        let p = policy(mode);
+        let fine = run(&p, check, "def add(a, b):\n    return a + b\n");
+        assert_eq!(fine.result, CheckResult::Pass, "{mode:?}: {fine:?}");
+        let wrong = run(&p, check, "def add(a, b):\n    return a - b\n");
+        assert_eq!(wrong.result, CheckResult::Fail, "{mode:?}: {wrong:?}");
+    }
+}

@@ -324,3 +324,31 @@ fn timeout_out_of_range_is_refused() {
         );
     }
 }
+
+/// A check.py that does not compile says so once per task, gives `error` (no verdict) rather
+/// than failing every model, and is not remembered: once fixed (a new run, the suite having
+/// changed), the answers are checked.
+#[test]
+fn a_check_that_does_not_compile_is_reported_not_counted() {
+    let p = one_task_project(
+        "```python\nx = 1\n```",
+        "import solution\nassert solution.x == 1 +\n",
+    );
+    let out = p.run(&["check", "--run", "r"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        err.contains("task \"t01\": its check.py does not compile (SyntaxError: invalid syntax)"),
+        "{err}"
+    );
+    assert_eq!(p.jsonl("runs/r/checks.jsonl")[0]["result"], "error");
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    for args in [&["generate", "--run", "r2"][..], &["check", "--run", "r2"]] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    assert_eq!(p.jsonl("runs/r2/checks.jsonl")[0]["result"], "pass");
+}
