@@ -36,9 +36,11 @@ pub(super) fn invalid_marker(nonce: &str) -> Vec<u8> {
 }
 
 /// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
-/// to its end. A check passes only by running to its end: `SystemExit(0)` (from the check or
-/// from the solution, e.g. a module-level `sys.exit(main())`) is a failure, and an exit that
-/// skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
+/// to its end. A check passes by running to its end or by raising `SystemExit(0)` itself
+/// (`sys.exit(0)`, `unittest.main()`, `sys.exit(doctest.testmod().failed)`: every frame the
+/// exception passed through is the check's or the standard library's); a `SystemExit(0)` that
+/// came through other code (a solution's module-level `sys.exit(main())`) is a failure, and an
+/// exit that skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
 ///
 /// The marker carries a nonce that the harness writes to the runner's stdin, followed by the
 /// source of `check.py`: read and replaced by /dev/null before anything else runs, neither is
@@ -62,19 +64,37 @@ _marker = PREFIX + _nonce.strip() + SUFFIX
 _invalid = INVALID + _nonce.strip() + SUFFIX
 del _parts, _chunk, _nonce
 _write, _getattr, _gettrace, _getprofile = os.write, getattr, sys.gettrace, sys.getprofile
-# As `python3 check.py` reads it: a UTF-8 byte order mark is dropped and every line ending
-# is a newline (tracebacks quote the lines from linecache).
+# Compiled from bytes, as `python3 check.py` reads it: a byte order mark or a coding cookie
+# sets the encoding and every line ending is a newline. Tracebacks quote the lines from
+# linecache, decoded the same way.
 try:
-    _source = _source.decode('utf-8-sig').replace('\r\n', '\n').replace('\r', '\n')
     _check = compile(_source, 'check.py', 'exec')
+    import io, tokenize
+    _text = _source.decode(tokenize.detect_encoding(io.BytesIO(_source).readline)[0])
+    _text = _text.replace('\r\n', '\n').replace('\r', '\n')
 except BaseException:
     # Nothing of the solution has run yet: the check itself is broken, no verdict.
     traceback.print_exc()
     sys.stderr.flush()
     _write(2, _invalid)
     os._exit(1)
-linecache.cache['check.py'] = (len(_source), None, _source.splitlines(True), 'check.py')
-del _source
+linecache.cache['check.py'] = (len(_text), None, _text.splitlines(True), 'check.py')
+del _source, _text
+_stdlib = os.path.dirname(os.__file__) + os.sep
+_site = os.path.join(_stdlib, 'site-packages') + os.sep
+def _raised_by_the_check(e):
+    # Every frame the exception passed through is the check's own or the standard library's
+    # (unittest.main, doctest), and the check's is among them: no solution code in between.
+    tb, own = e.__traceback__.tb_next, False
+    while tb is not None:
+        f = tb.tb_frame
+        name = f.f_code.co_filename
+        if f.f_globals is _main.__dict__:
+            own = True
+        elif not (name.startswith('<frozen ') or (name.startswith(_stdlib) and not name.startswith(_site))):
+            return False
+        tb = tb.tb_next
+    return own
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]
@@ -93,8 +113,10 @@ try:
     code = 0
 except SystemExit as e:
     c = e.code
-    if c is None or c == 0:
-        sys.stderr.write('judge: check.py did not run to its end: SystemExit(%r) was raised by the check or the solution; a check passes by running to its end\n' % (c,))
+    if (c is None or c == 0) and _raised_by_the_check(e):
+        code = 0
+    elif c is None or c == 0:
+        sys.stderr.write('judge: SystemExit(%r) was raised outside check.py (by the solution?) before the check ended; only the check may end early with status 0\n' % (c,))
     elif isinstance(c, int):
         code = c if 0 < c < 256 else 1
     else:

@@ -1084,3 +1084,67 @@ fn a_check_may_set_its_own_excepthook() {
         assert_eq!(wrong.result, CheckResult::Fail, "{mode:?}: {wrong:?}");
     }
 }
+
+/// The usual ways for a test file to end pass when the check itself ends with status 0, and
+/// fail on a wrong answer; a `SystemExit(0)` that came through the solution's code still fails.
+#[test]
+fn a_check_may_end_itself_with_status_zero() {
+    let checks = [
+        (
+            "unittest.main()",
+            "import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(add(2, 3), 5)\nif __name__ == '__main__':\n    unittest.main()\n",
+        ),
+        (
+            "doctest's failure count",
+            "\"\"\"\n>>> from solution import add\n>>> add(2, 3)\n5\n\"\"\"\nimport doctest, sys\nif __name__ == '__main__':\n    sys.exit(doctest.testmod().failed)\n",
+        ),
+        (
+            "sys.exit(main())",
+            "import sys\nfrom solution import add\ndef main():\n    return 0 if add(2, 3) == 5 else 1\nsys.exit(main())\n",
+        ),
+        (
+            "a plain sys.exit(0) at the end",
+            "import sys\nfrom solution import add\nassert add(2, 3) == 5\nsys.exit(0)\n",
+        ),
+    ];
+    let right = "def add(a, b):\n    return a + b\n";
+    let wrong = "def add(a, b):\n    return a - b\n";
+    let sneaky = [
+        (
+            "exit at import",
+            "import sys\ndef add(a, b):\n    return a - b\nsys.exit(0)\n",
+        ),
+        (
+            "exit in the function",
+            "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+        ),
+        (
+            "unittest.main at import",
+            "import unittest\ndef add(a, b):\n    return a - b\nunittest.main(module=None, argv=['x'])\n",
+        ),
+    ];
+    for mode in modes() {
+        let p = policy(mode);
+        for (name, check) in checks {
+            let r = run(&p, check, right);
+            assert_eq!(r.result, CheckResult::Pass, "{mode:?} {name}: {r:?}");
+            let r = run(&p, check, wrong);
+            assert_eq!(r.result, CheckResult::Fail, "{mode:?} {name}: {r:?}");
+            for (how, solution) in sneaky {
+                let r = run(&p, check, solution);
+                assert_eq!(r.result, CheckResult::Fail, "{mode:?} {name}, {how}: {r:?}");
+            }
+        }
+    }
+}
+
+/// A coding cookie is honoured as `python3 check.py` honours it.
+#[test]
+fn a_check_is_decoded_as_python_decodes_a_file() {
+    let check =
+        "# -*- coding: latin-1 -*-\nS = \"\u{df}\"\nassert len(S) == 2, S\nimport solution\n";
+    for mode in modes() {
+        let r = run(&policy(mode), check, "x = 1\n");
+        assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
+    }
+}
