@@ -1,6 +1,6 @@
 //! Confidence intervals and the percentile rule that turns bootstrap samples into one.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
@@ -88,12 +88,16 @@ fn quantile_select(samples: &mut [f64], q: f64) -> f64 {
 pub struct IntervalTails {
     total: usize,
     seen: usize,
-    /// The smallest values so far (largest on top), at most `keep_low`.
-    low: BinaryHeap<TotalOrder>,
+    /// The smallest values so far as [`order_key`]s (largest on top), at most `keep_low`.
+    low: BinaryHeap<i64>,
     keep_low: usize,
-    /// The largest values so far (smallest on top), at most `keep_high`.
-    high: BinaryHeap<Reverse<TotalOrder>>,
+    /// The largest values so far as [`order_key`]s (smallest on top), at most `keep_high`.
+    high: BinaryHeap<Reverse<i64>>,
     keep_high: usize,
+    /// A value enters `low` only below this key: its top once full, `i64::MAX` before.
+    low_bar: i64,
+    /// A value enters `high` only above this key: its top once full, `i64::MIN` before.
+    high_bar: i64,
 }
 
 impl IntervalTails {
@@ -111,27 +115,37 @@ impl IntervalTails {
             keep_low,
             high: BinaryHeap::with_capacity(keep_high),
             keep_high,
+            low_bar: i64::MAX,
+            high_bar: i64::MIN,
         }
     }
 
-    /// Takes one sample (at most `total` in all).
+    /// Takes one sample (at most `total` in all). Most samples belong to neither tail and
+    /// cost two comparisons.
+    #[inline]
     pub fn push(&mut self, x: f64) {
         debug_assert!(self.seen < self.total, "more samples than announced");
         self.seen += 1;
-        let x = TotalOrder(x);
-        if self.low.len() < self.keep_low {
-            self.low.push(x);
-        } else if let Some(mut top) = self.low.peek_mut()
-            && x < *top
-        {
-            *top = x;
+        let k = order_key(x);
+        if k < self.low_bar || self.low.len() < self.keep_low {
+            if self.low.len() < self.keep_low {
+                self.low.push(k);
+            } else if let Some(mut top) = self.low.peek_mut() {
+                *top = k;
+            }
+            if self.low.len() == self.keep_low {
+                self.low_bar = self.low.peek().copied().unwrap_or(i64::MAX);
+            }
         }
-        if self.high.len() < self.keep_high {
-            self.high.push(Reverse(x));
-        } else if let Some(mut top) = self.high.peek_mut()
-            && x > top.0
-        {
-            *top = Reverse(x);
+        if k > self.high_bar || self.high.len() < self.keep_high {
+            if self.high.len() < self.keep_high {
+                self.high.push(Reverse(k));
+            } else if let Some(mut top) = self.high.peek_mut() {
+                *top = Reverse(k);
+            }
+            if self.high.len() == self.keep_high {
+                self.high_bar = self.high.peek().map_or(i64::MIN, |r| r.0);
+            }
         }
     }
 
@@ -140,10 +154,12 @@ impl IntervalTails {
         if self.seen != self.total {
             return None;
         }
-        let mut low: Vec<f64> = self.low.iter().map(|x| x.0).collect();
-        low.sort_by(f64::total_cmp);
-        let mut high: Vec<f64> = self.high.iter().map(|x| x.0.0).collect();
-        high.sort_by(f64::total_cmp);
+        let mut low: Vec<i64> = self.low.iter().copied().collect();
+        low.sort_unstable();
+        let low: Vec<f64> = low.into_iter().map(from_order_key).collect();
+        let mut high: Vec<i64> = self.high.iter().map(|r| r.0).collect();
+        high.sort_unstable();
+        let high: Vec<f64> = high.into_iter().map(from_order_key).collect();
         // `low` holds order statistics 0.., `high` those from ⌊(total − 1)·0.975⌋ on.
         let bound = |sorted: &[f64], offset: usize, q: f64| {
             let (below, frac) = quantile_position(self.total, q);
@@ -159,28 +175,17 @@ impl IntervalTails {
     }
 }
 
-/// An f64 ordered by [`f64::total_cmp`] (the order [`percentile_interval`] selects by).
-#[derive(Debug, Clone, Copy)]
-struct TotalOrder(f64);
-
-impl PartialEq for TotalOrder {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
+/// An integer whose order is [`f64::total_cmp`]'s (the order [`percentile_interval`] selects
+/// by): the bits, with those after the sign flipped for negative values.
+#[inline]
+fn order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
-impl Eq for TotalOrder {}
-
-impl PartialOrd for TotalOrder {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for TotalOrder {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
+/// The f64 whose [`order_key`] is `key` (the map is its own inverse).
+fn from_order_key(key: i64) -> f64 {
+    f64::from_bits((key ^ ((((key >> 63) as u64) >> 1) as i64)) as u64)
 }
 
 #[cfg(test)]
@@ -243,6 +248,16 @@ mod tests {
             }
             let mut whole = xs;
             proptest::prop_assert_eq!(tails.interval(), percentile_interval(&mut whole));
+        }
+    }
+
+    proptest::proptest! {
+        /// The integer key orders every f64 (infinities, zeros of both signs, NaNs) as
+        /// `total_cmp` does, and maps back to the same bits.
+        #[test]
+        fn order_key_is_total_cmp(a in proptest::num::f64::ANY, b in proptest::num::f64::ANY) {
+            proptest::prop_assert_eq!(order_key(a).cmp(&order_key(b)), a.total_cmp(&b));
+            proptest::prop_assert_eq!(from_order_key(order_key(a)).to_bits(), a.to_bits());
         }
     }
 
