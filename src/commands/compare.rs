@@ -112,15 +112,7 @@ struct Inputs {
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
     refuse_changed_judge_setup(&inputs)?;
-    let llm_judges: Vec<&ModelConfig> = inputs
-        .judges
-        .iter()
-        .filter_map(|j| match j {
-            Judge::Llm(m) => Some(m),
-            Judge::Exec => None,
-        })
-        .collect();
-    let http = build_http_providers(&inputs.config, &llm_judges)?;
+    let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
     let (prompt_sha256, prompt_text) =
@@ -267,7 +259,17 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--judge` ids, else every `[[judges]]` entry, else the execution judge.
+/// The judges that are models (every judge but `exec`).
+pub(crate) fn llm_judges(judges: &[Judge]) -> Vec<&ModelConfig> {
+    judges
+        .iter()
+        .filter_map(|j| match j {
+            Judge::Llm(m) => Some(m),
+            Judge::Exec => None,
+        })
+        .collect()
+}
+
 /// Refuses a judge from the family of any of `models` (DESIGN rule 6).
 pub(crate) fn refuse_own_family(judges: &[Judge], models: &[ModelConfig]) -> anyhow::Result<()> {
     for judge in judges {

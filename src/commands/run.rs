@@ -14,17 +14,12 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
     // Everything that would stop the last step is refused before the first spends anything.
     rank::check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
-    let ranked_models = if args.models.is_empty() {
-        config.models.len()
-    } else {
-        args.models
-            .iter()
-            .collect::<std::collections::BTreeSet<_>>()
-            .len()
-    };
-    if ranked_models < 2 {
+    // An unknown --model is named as such before the count below would miscount it.
+    let models = generate::select_models(&config, &args.models)?;
+    if models.len() < 2 {
         return Err(crate::error::JudgeError::usage(format!(
-            "`judge run` ranks models against each other and needs at least two (found {ranked_models}); use `judge generate` for one model"
+            "`judge run` ranks models against each other and needs at least two (found {}); use `judge generate` for one model",
+            models.len()
         ))
         .into());
     }
@@ -40,15 +35,20 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     } else {
         vec![EXEC_JUDGE.to_string()]
     };
-    // A judge of a ranked model's family would be refused by compare: refuse it before
-    // anything is generated (and paid for).
-    compare::refuse_own_family(
-        &compare::resolve_judges(&config, &judges)?,
-        &generate::select_models(&config, &args.models)?,
-    )?;
-    if judges.len() > 1 && args.format == crate::report::Format::Json {
+    // What compare would refuse is refused before anything is generated (and paid for): a
+    // judge of a ranked model's family, a judge whose API key is missing.
+    let resolved = compare::resolve_judges(&config, &judges)?;
+    compare::refuse_own_family(&resolved, &models)?;
+    crate::engine::calls::build_http_providers(&config, &compare::llm_judges(&resolved))?;
+    let one_document = matches!(
+        args.format,
+        crate::report::Format::Json | crate::report::Format::Csv
+    );
+    if judges.len() > 1 && one_document {
         return Err(crate::error::JudgeError::usage(format!(
-            "--format json prints one document, and {} judges give one leaderboard each; pick one with --judge (the run keeps leaderboards/<judge>.json for every judge)",
+            "--format {} prints one leaderboard with no judge column, and {} judges give one each; pick one with --judge (the run keeps leaderboards/<judge>.{{json,csv,md}} for every judge)",
+            clap::ValueEnum::to_possible_value(&args.format)
+                .map_or_else(String::new, |v| v.get_name().to_string()),
             judges.len()
         ))
         .into());

@@ -436,6 +436,47 @@ fn run_refuses_bad_rank_settings_before_generating_anything() {
         text(&out)
     );
     assert!(!p.path().join("runs/r").exists(), "wrote a run");
+    // A judge without its API key, two judges into one CSV or JSON document, an unknown
+    // model: each refused, and named, before anything is generated.
+    let judges = |key_env: &str| {
+        files_config(&[("a", "a", "f"), ("b", "b", "g")])
+            + "\n[providers.api]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+            + &format!("api_key_env = \"{key_env}\"\n")
+            + "\n[[judges]]\nid = \"j\"\nprovider = \"api\"\nmodel = \"m\"\nfamily = \"h\"\n"
+    };
+    let cases: [(String, &[&str], &str); 4] = [
+        (
+            judges("JUDGE_TEST_NO_SUCH_KEY"),
+            &["run", "--run", "r"],
+            "JUDGE_TEST_NO_SUCH_KEY",
+        ),
+        (
+            judges(""),
+            &[
+                "run", "--run", "r", "--judge", "j", "--judge", "exec", "--format", "csv",
+            ],
+            "--format csv prints one leaderboard",
+        ),
+        (
+            judges(""),
+            &[
+                "run", "--run", "r", "--judge", "j", "--judge", "exec", "--format", "json",
+            ],
+            "--format json prints one leaderboard",
+        ),
+        (
+            judges(""),
+            &["run", "--run", "r", "--model", "a", "--model", "nosuch"],
+            "--model `nosuch` is not in judge.toml",
+        ),
+    ];
+    for (config, args, says) in cases {
+        let p = Project::with_suite(1, &config);
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+        assert!(!p.path().join("runs/r").exists(), "{args:?} wrote a run");
+    }
 }
 
 #[test]
