@@ -36,11 +36,13 @@ pub(super) fn invalid_marker(nonce: &str) -> Vec<u8> {
 }
 
 /// The runner the launcher `exec`s: runs `check.py` as `__main__` and reports whether it ran
-/// to its end. A check passes by running to its end or by raising `SystemExit(0)` itself
-/// (`sys.exit(0)`, `unittest.main()`, `sys.exit(doctest.testmod().failed)`: every frame the
-/// exception passed through is the check's or the standard library's); a `SystemExit(0)` that
-/// came through other code (a solution's module-level `sys.exit(main())`) is a failure, and an
-/// exit that skips the finish marker (`os._exit(0)` in the solution) is caught on the Rust side.
+/// to its end. A check passes by running to its end or by ending itself with `SystemExit(0)`
+/// (`sys.exit(0)`, `unittest.main()`, `exit()`, `sys.exit(doctest.testmod().failed)`: raised
+/// in check code or by unittest's or site's exit sites called from it); a `SystemExit(0)` from
+/// anywhere else (the solution's module-level `sys.exit(main())`, argparse's `--version`, a
+/// worker process's exit re-raised by concurrent.futures) is a failure, and an exit that skips
+/// the finish marker (`os._exit(0)` in the solution) is caught on the Rust side. Only the
+/// runner's own process writes the marker (not one the check forked).
 ///
 /// The marker carries a nonce that the harness writes to the runner's stdin, followed by the
 /// source of `check.py`: read and replaced by /dev/null before anything else runs, neither is
@@ -80,21 +82,29 @@ except BaseException:
     os._exit(1)
 linecache.cache['check.py'] = (len(_text), None, _text.splitlines(True), 'check.py')
 del _source, _text
-_stdlib = os.path.dirname(os.__file__) + os.sep
-_site = os.path.join(_stdlib, 'site-packages') + os.sep
-def _raised_by_the_check(e):
-    # Every frame the exception passed through is the check's own or the standard library's
-    # (unittest.main, doctest), and the check's is among them: no solution code in between.
-    tb, own = e.__traceback__.tb_next, False
+_pid = os.getpid()
+# (_sitebuiltins, where exit() and quit() live, is a frozen module from Python 3.11 on.)
+_exit_sites = tuple(os.path.join(os.path.dirname(os.__file__), *p)
+                    for p in (('unittest', 'main.py'), ('_sitebuiltins.py',))) + ('<frozen _sitebuiltins>',)
+def _ended_by_the_check(e):
+    # SystemExit(0) as the check itself decides it: raised in check code (`sys.exit(0)`,
+    # `raise SystemExit`), or by `unittest.main()` / `exit()` called from it. The innermost
+    # frame of the check's must have nothing inside it but those exit sites: no solution
+    # code, no other library deciding to exit (argparse), no exception re-raised from
+    # another process (concurrent.futures). Frames outside it do not matter.
+    c = e.code
+    if not (c is None or (type(c) in (int, bool) and c == 0)):
+        return False
+    frames, tb = [], e.__traceback__
     while tb is not None:
-        f = tb.tb_frame
-        name = f.f_code.co_filename
-        if f.f_globals is _main.__dict__:
-            own = True
-        elif not (name.startswith('<frozen ') or (name.startswith(_stdlib) and not name.startswith(_site))):
-            return False
+        frames.append(tb.tb_frame)
         tb = tb.tb_next
-    return own
+    for f in reversed(frames):
+        if f.f_globals is _main.__dict__:
+            return True
+        if f.f_code.co_filename not in _exit_sites:
+            return False
+    return False
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]
@@ -113,9 +123,9 @@ try:
     code = 0
 except SystemExit as e:
     c = e.code
-    if (c is None or c == 0) and _raised_by_the_check(e):
+    if _ended_by_the_check(e):
         code = 0
-    elif c is None or c == 0:
+    elif c is None or (type(c) in (int, bool) and c == 0):
         sys.stderr.write('judge: SystemExit(%r) was raised outside check.py (by the solution?) before the check ended; only the check may end early with status 0\n' % (c,))
     elif isinstance(c, int):
         code = c if 0 < c < 256 else 1
@@ -132,12 +142,13 @@ if code == 0 and _changed:
         sys.__stderr__.write('judge: check.py ended with %s replaced (by the solution, or by the check without restoring it); a check passes only with the interpreter as it found it\n' % ', '.join(_changed))
     except BaseException:
         pass
-try:
-    sys.stdout.flush()
-    sys.stderr.flush()
-except BaseException:
-    pass
-if code == 0:
+for _stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    try:
+        _stream.flush()
+    except BaseException:
+        pass
+# A process the check forked runs this too: only the runner's own process may finish.
+if code == 0 and os.getpid() == _pid:
     _write(2, _marker)
 os._exit(code)
 "#;

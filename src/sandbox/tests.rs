@@ -1148,3 +1148,72 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
         assert_eq!(r.result, CheckResult::Pass, "{mode:?}: {r:?}");
     }
 }
+
+/// Whose decision a `SystemExit(0)` was (found by a review): only the check's own code, or
+/// unittest's and site's exit functions called from it, may end a check with status 0.
+#[test]
+fn only_the_check_decides_an_early_exit() {
+    let cases: [(&str, &str, &str, CheckResult); 7] = [
+        (
+            "argparse exits for the solution's parser",
+            "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
+            "import argparse\ndef build_parser():\n    p = argparse.ArgumentParser(prog='tool')\n    p.add_argument('-v', '--version', action='version', version='tool 1.0')\n    p.add_argument('path')\n    return p\n",
+            CheckResult::Fail,
+        ),
+        (
+            "a worker process's exit comes back through concurrent.futures",
+            "from concurrent.futures import ProcessPoolExecutor\nimport solution\nwith ProcessPoolExecutor(1) as ex:\n    r = ex.submit(solution.parse_port, '8080').result(timeout=20)\nassert r == 8080\n",
+            "import sys\ndef parse_port(s):\n    port = int(s)\n    if port > 1000:\n        sys.exit(0)\n    return port\n",
+            CheckResult::Fail,
+        ),
+        (
+            "the check's exit called through the solution's decorator",
+            "import sys\nfrom solution import logged\n@logged\ndef main():\n    sys.exit(0)\nmain()\n",
+            "import functools\ndef logged(f):\n    @functools.wraps(f)\n    def w(*a, **k):\n        return f(*a, **k)\n    return w\n",
+            CheckResult::Pass,
+        ),
+        (
+            "exit() in the check",
+            "import solution\nassert solution.x == 1\nexit()\n",
+            "x = 1\n",
+            CheckResult::Pass,
+        ),
+        (
+            "exit() in the solution",
+            "import solution\nassert solution.x == 2\n",
+            "x = 1\nexit()\n",
+            CheckResult::Fail,
+        ),
+        (
+            "a float status is not 0",
+            "import sys, solution\nsys.exit(0.0)\n",
+            "x = 1\n",
+            CheckResult::Fail,
+        ),
+        (
+            "a child the check forked cannot finish for it",
+            "import os, sys, solution\nif os.fork() == 0:\n    sys.exit(0)\nos.wait()\nassert solution.add(1, 2) == 3\n",
+            "import os\ndef add(a, b):\n    os._exit(0)\n",
+            CheckResult::Fail,
+        ),
+    ];
+    for mode in modes() {
+        let mut p = policy(mode);
+        p.wall_timeout = Duration::from_secs(30);
+        for (name, check, solution, want) in cases {
+            let r = run(&p, check, solution);
+            assert_eq!(r.result, want, "{mode:?} {name}: {r:?}");
+        }
+    }
+}
+
+/// What a check printed to the original stdout before it exits is kept, as under `python3`.
+#[test]
+fn the_original_streams_are_flushed() {
+    let check = "import sys, io, solution\nout = sys.stdout\nsys.stdout = io.StringIO()\nout.write('FAIL: reason\\n')\nsys.exit(1)\n";
+    for mode in modes() {
+        let r = run(&policy(mode), check, "x = 1\n");
+        assert_eq!(r.result, CheckResult::Fail, "{mode:?}: {r:?}");
+        assert_eq!(r.stdout_tail, "FAIL: reason\n", "{mode:?}: {r:?}");
+    }
+}
