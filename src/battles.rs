@@ -301,9 +301,21 @@ impl Chunk {
 /// file order. `unit` = task requires a `question_id` on every row and numbers the tasks;
 /// `unit` = comparison needs no tasks, and every row's task is `u32::MAX`.
 pub fn parse_battles(
-    mut reader: impl Read + Send,
+    reader: impl Read + Send,
     unit: BootstrapUnit,
 ) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+    parse_battles_judged(reader, unit).map(|(models, rows, _)| (models, rows))
+}
+
+/// Model names, rows, and the judge that a file of judge's own comparisons names.
+pub type Judged = (Vec<String>, Vec<Row>, Option<String>);
+
+/// [`parse_battles`], also returning the judge that a file of judge's own comparisons names
+/// (one at most: several are refused), `None` for a Chatbot Arena file.
+pub fn parse_battles_judged(
+    mut reader: impl Read + Send,
+    unit: BootstrapUnit,
+) -> Result<Judged, BattlesError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
@@ -834,9 +846,9 @@ fn add_owned(
     Ok(())
 }
 
-/// Joins the blocks in file order, mapping block-local ids to global ones; the first error
-/// in file order wins.
-fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
+/// Joins the blocks in file order, mapping block-local ids to global ones, with the one judge
+/// named by judge's own rows; the first error in file order wins.
+fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<Judged, BattlesError> {
     let mut models: Vec<String> = Vec::new();
     let mut model_ids: HashMap<String, u32> = HashMap::new();
     let mut task_ids: FastMap<u128, u32> = FastMap::default();
@@ -892,7 +904,7 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<(Vec<String>, Vec<Row>),
         judges.sort();
         return Err(BattlesError::SeveralJudges(judges));
     }
-    Ok((models, rows))
+    Ok((models, rows, judges.pop()))
 }
 
 #[cfg(test)]

@@ -136,16 +136,7 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     let cache = Cache::new(config.cache_dir());
     let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
     let mut manifest = manifest;
-    manifest.extra.insert(
-        "check".into(),
-        json!({
-            "sandbox": policy_label(&policy),
-            "cpu_secs": policy.cpu_secs,
-            "memory_bytes": policy.memory_bytes,
-            "wall_timeout_secs": policy.wall_timeout.as_secs_f64(),
-            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
-        }),
-    );
+    record_policy(&mut manifest, &policy);
     write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
     let rows = check_rows(&models, &records)?;
@@ -163,6 +154,23 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::ItemsFailed);
     }
     Ok(Outcome::Success)
+}
+
+/// The manifest's `check` section: the sandbox and limits the latest checks ran under.
+pub(crate) fn record_policy(
+    manifest: &mut crate::engine::manifest::Manifest,
+    policy: &SandboxPolicy,
+) {
+    manifest.extra.insert(
+        "check".into(),
+        json!({
+            "sandbox": policy_label(policy),
+            "cpu_secs": policy.cpu_secs,
+            "memory_bytes": policy.memory_bytes,
+            "wall_timeout_secs": policy.wall_timeout.as_secs_f64(),
+            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
+        }),
+    );
 }
 
 /// One warning per task whose check.py does not compile, with Python's reason.

@@ -121,13 +121,18 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     inputs.run_dir.create_and_lock()?;
     crate::interrupt::install();
     let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
-    if !prompt_path.exists() {
+    // The exec judge reads no prompt: an exec-only run records none.
+    if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
         crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
             .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
     }
     let cache = Cache::new(inputs.config.cache_dir());
     let checks = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
-        Some(exec_checks(&inputs, &cache, cli.quiet)?)
+        let (table, ran_under) = exec_checks(&inputs, &cache, cli.quiet)?;
+        if let Some(policy) = ran_under {
+            crate::commands::check::record_policy(&mut inputs.manifest, &policy);
+        }
+        Some(table)
     } else {
         None
     };
@@ -603,7 +608,11 @@ fn finish(
         "compare".into(),
         json!({
             "judges": judges,
-            "prompt_sha256": ctx.prompt_sha256,
+            // The LLM judges' prompt; none when only the exec judge ever judged the run.
+            "prompt_sha256": judges
+                .iter()
+                .any(|j| j.get("id").and_then(|v| v.as_str()) != Some(EXEC_JUDGE))
+                .then_some(&ctx.prompt_sha256),
             "judge_max_tokens": ctx.config.run.judge_max_tokens,
             "judge_temperature": 0.0,
             "judge_agreement": agreements,
@@ -685,8 +694,13 @@ fn finish(
 }
 
 /// Check results for the execution judge: `checks.jsonl`, with any missing check run now in
-/// the sandbox (a missing sandbox is an error that says to run `judge check`).
-fn exec_checks(inputs: &Inputs, cache: &Cache, quiet: bool) -> anyhow::Result<CheckTable> {
+/// the sandbox (a missing sandbox is an error that says to run `judge check`), and the policy
+/// they ran under when any did.
+fn exec_checks(
+    inputs: &Inputs,
+    cache: &Cache,
+    quiet: bool,
+) -> anyhow::Result<(CheckTable, Option<crate::sandbox::SandboxPolicy>)> {
     let existing: Vec<CheckRecord> = read_jsonl_repairing(&inputs.run_dir.file(CHECKS_FILE))?;
     let latest: BTreeMap<(&str, &str), &CheckRecord> = existing
         .iter()
@@ -702,8 +716,8 @@ fn exec_checks(inputs: &Inputs, cache: &Cache, quiet: bool) -> anyhow::Result<Ch
                 .is_some_and(|c| crate::commands::check::describes(c, o, check)),
         }
     });
-    let records = if complete {
-        existing
+    let (records, ran_under) = if complete {
+        (existing, None)
     } else {
         let policy = sandbox_policy(false, None).map_err(|e| {
             JudgeError::usage(format!(
@@ -711,16 +725,17 @@ fn exec_checks(inputs: &Inputs, cache: &Cache, quiet: bool) -> anyhow::Result<Ch
                 inputs.run_dir.name()
             ))
         })?;
-        ensure_checks(
+        let records = ensure_checks(
             &inputs.run_dir,
             &inputs.suite,
             &inputs.outputs,
             &policy,
             cache,
             quiet,
-        )?
+        )?;
+        (records, Some(policy))
     };
-    Ok(CheckTable::from_records(&records))
+    Ok((CheckTable::from_records(&records), ran_under))
 }
 
 /// One comparison per judge × task × pair, in that order. Pairs whose judgments are not all

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::battles::{ArrayLines, BattlesError, BattlesShape, battles_shape, parse_battles};
+use crate::battles::{ArrayLines, BattlesError, BattlesShape, battles_shape, parse_battles_judged};
 use crate::cli::{Cli, RankArgs};
 use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
 use crate::commands::load_run;
@@ -431,8 +431,8 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     let reader = std::io::Cursor::new(head).chain(file);
     let unit = args.bootstrap_unit.into();
     let parsed = match shape {
-        BattlesShape::Lines => parse_battles(reader, unit),
-        BattlesShape::Array => parse_battles(ArrayLines::new(reader), unit),
+        BattlesShape::Lines => parse_battles_judged(reader, unit),
+        BattlesShape::Array => parse_battles_judged(ArrayLines::new(reader), unit),
         BattlesShape::Gzip => {
             return Err(JudgeError::usage(format!(
                 "`{}` is gzip-compressed; decompress it first (`gzip -dc {} > battles.jsonl`)",
@@ -442,7 +442,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
             .into());
         }
     };
-    let (models, rows) = parsed.map_err(|e| match e {
+    let (models, rows, judge) = parsed.map_err(|e| match e {
         BattlesError::Line { line, message } if shape == BattlesShape::Array => JudgeError::usage(
             format!("{}: element {line} of the array: {message}", path.display()),
         )
@@ -463,7 +463,8 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     })?;
     let header = Header {
         source: path.display().to_string(),
-        judge: None,
+        // judge's own comparisons name their judge; an Arena file does not.
+        judge,
         prompt_sha256: None,
         order_flip_rate: None,
         seed: args.seed.unwrap_or(DEFAULT_SEED),

@@ -311,7 +311,8 @@ fn offline_run_prints_a_real_leaderboard() {
     let again = p.run(&["rank", "--run", "demo"]);
     assert_eq!(again.stdout, out.stdout);
     // So does the run's own comparisons.jsonl read as a battles file (its `task` names the
-    // question), but for the judge and prompt the header cannot know, by either unit.
+    // question, its `judge` the judge), but for the prompt the header cannot know, by either
+    // unit.
     for unit in ["comparison", "task"] {
         let seed = "20261130";
         let by_run = p.run(&["rank", "--run", "demo", "--bootstrap-unit", unit]);
@@ -326,6 +327,11 @@ fn offline_run_prints_a_real_leaderboard() {
             unit,
         ]);
         assert_eq!(by_file.status.code(), Some(0), "{unit}: {}", text(&by_file));
+        assert!(
+            String::from_utf8_lossy(&by_file.stdout).starts_with("judge: exec"),
+            "the file names its judge: {}",
+            text(&by_file)
+        );
         let body = |o: &std::process::Output| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -346,6 +352,15 @@ fn offline_run_prints_a_real_leaderboard() {
         table, sample,
         "README sample leaderboard differs from `judge run` output"
     );
+    // The exec judge reads no prompt: none is recorded; the checks it ran are.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/demo/manifest.json")).unwrap();
+    assert_eq!(
+        manifest["compare"]["prompt_sha256"],
+        serde_json::Value::Null
+    );
+    assert!(!p.path().join("runs/demo/prompts").exists());
+    assert_eq!(manifest["check"]["sandbox"], "bwrap", "{manifest}");
     let prompt = p.run(&["rank", "--run", "demo", "--show-prompt"]);
     assert!(String::from_utf8_lossy(&prompt.stdout).starts_with("(this judge uses no prompt"));
 }
