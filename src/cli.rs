@@ -101,13 +101,18 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         Some((i, _)) => (&s[..i], &s[i..]),
         None => (s, "s"),
     };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (e.g. 90s, 30m, 2h)"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!("`{s}` is not a duration: a whole number with s, m or h (e.g. 90s, 30m, 2h)")
+    })?;
     let secs = match unit {
         "s" => n,
         "m" => n * 60,
         "h" => n * 3600,
+        _ if unit.starts_with('.') => {
+            return Err(format!(
+                "`{s}` is not a whole number of units: use a smaller unit (e.g. 90m for 1.5h)"
+            ));
+        }
         _ => return Err(format!("unknown unit in `{s}` (use s, m or h)")),
     };
     Ok(std::time::Duration::from_secs(secs))
@@ -456,5 +461,37 @@ fn at_least_one(s: &str) -> Result<usize, String> {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_and_errors_say_what_to_write() {
+        for (text, secs) in [
+            ("90", 90),
+            ("90s", 90),
+            ("30m", 1800),
+            ("2h", 7200),
+            (" 5s ", 5),
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        let err = parse_duration("1.5h").unwrap_err();
+        assert!(err.contains("use a smaller unit (e.g. 90m"), "{err}");
+        let err = parse_duration("5d").unwrap_err();
+        assert!(
+            err.contains("unknown unit in `5d` (use s, m or h)"),
+            "{err}"
+        );
+        let err = parse_duration("h").unwrap_err();
+        assert!(err.contains("is not a duration"), "{err}");
     }
 }

@@ -463,7 +463,10 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
     if !(0.0..=2.0).contains(&raw.temperature) {
         return Err(err(
             "run.temperature",
-            format!("{} is outside 0.0..=2.0", raw.temperature),
+            format!(
+                "{} is outside 0.0..=2.0; set a temperature in that range (0.0 for judging and most evaluations)",
+                raw.temperature
+            ),
         ));
     }
     Ok(RunSettings {

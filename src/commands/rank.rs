@@ -37,7 +37,7 @@ pub fn check_fit_args(resamples: usize, allow_few: bool, prior: f64) -> Result<(
     check_resamples(resamples, allow_few)?;
     if !(prior.is_finite() && prior > 0.0) {
         return Err(JudgeError::usage(format!(
-            "--prior {prior} must be a number greater than 0"
+            "--prior {prior} must be a finite number greater than 0 (default 0.1)"
         )));
     }
     Ok(())
@@ -227,7 +227,7 @@ fn from_run(
     let source = run_dir.file(COMPARISONS_FILE);
     let damaged = |what: String| -> anyhow::Error {
         JudgeError::usage(format!(
-            "`{}`: {what}; the file is derived from judgments.jsonl: delete it and run `judge compare --run {run}` to rebuild it",
+            "`{}`: {what}; the file is written whole by `judge compare` (from the judgments, or the checks for `exec`), so it was edited by hand: delete it and run `judge compare --run {run}` to rebuild it",
             source.display()
         ))
         .into()

@@ -18,6 +18,9 @@ struct Row {
     cost_usd: f64,
     /// Ok records without a cost (no price, or the reply carried no usage).
     uncosted: u64,
+    /// Records with token usage, and ok records without (unknown tokens).
+    with_usage: u64,
+    without_usage: u64,
 }
 
 /// Per-model totals of a generation, accumulated one record at a time.
@@ -39,6 +42,9 @@ impl GenerationTally {
         if let Some(u) = r.usage {
             row.input_tokens += u.input_tokens;
             row.output_tokens += u.output_tokens;
+            row.with_usage += 1;
+        } else if r.status == Status::Ok {
+            row.without_usage += 1;
         }
         row.cost_usd += r.cost_usd.unwrap_or(0.0);
         row.uncosted += u64::from(r.cost_unknown());
@@ -83,8 +89,8 @@ fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> St
             r.failed.to_string(),
             r.truncated.to_string(),
             r.cached.to_string(),
-            r.input_tokens.to_string(),
-            r.output_tokens.to_string(),
+            tokens(r.input_tokens, r),
+            tokens(r.output_tokens, r),
             match (priced, r.uncosted) {
                 (false, _) => "unpriced".into(),
                 (true, 0) => format_usd(r.cost_usd),
@@ -94,6 +100,15 @@ fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> St
         ]);
     }
     render_table(&table)
+}
+
+/// A token total: never 0 for "unknown" (hand-written answers, replies without usage).
+fn tokens(total: u64, r: &Row) -> String {
+    match (r.with_usage, r.without_usage) {
+        (_, 0) => total.to_string(),
+        (0, _) => "n/a".into(),
+        (_, n) => format!("{total} + {n} unknown"),
+    }
 }
 
 /// Per-judge totals of a comparison: calls recorded, of which this invocation made or served
@@ -298,6 +313,39 @@ mod tests {
             "{s}"
         );
         assert!(lines[2].contains("  1  "), "{s}");
+    }
+
+    #[test]
+    fn unknown_tokens_are_never_zero() {
+        let without = |model: &str| OutputRecord {
+            usage: None,
+            ..record(model, Status::Ok, None)
+        };
+        let records = [
+            without("files"),
+            without("files"),
+            record("mixed", Status::Ok, None),
+            without("mixed"),
+            record("known", Status::Ok, None),
+            OutputRecord {
+                usage: None,
+                ..record("known", Status::Failed, None)
+            },
+        ];
+        let mut tally = GenerationTally::default();
+        records.iter().for_each(|r| tally.add(r));
+        let s = tally.render(&[
+            model("files", false),
+            model("mixed", false),
+            model("known", false),
+        ]);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1].matches("n/a").count(), 2, "{s}");
+        assert!(lines[2].contains("10 + 1 unknown"), "{s}");
+        assert!(
+            lines[3].contains(" 10 ") && !lines[3].contains("unknown"),
+            "{s}"
+        );
     }
 
     #[test]

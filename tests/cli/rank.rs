@@ -273,7 +273,7 @@ fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
     let out = p.run(&["rank", "--comparisons", &lines, "--prior", "-1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("--prior -1 must be a number greater than 0"),
+        text(&out).contains("--prior -1 must be a finite number greater than 0"),
         "{}",
         text(&out)
     );
