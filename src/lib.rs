@@ -51,7 +51,9 @@ pub fn main_entry() -> ExitCode {
             });
         }
     };
-    match commands::dispatch(cli) {
+    let result = commands::dispatch(cli);
+    engine::run_dir::release_kept_locks();
+    match result {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
             eprintln!("error: {err}");

@@ -18,16 +18,38 @@ use crate::error::JudgeError;
 pub struct RunDir {
     name: String,
     path: PathBuf,
-    _lock: Option<Arc<File>>,
+    _lock: Option<Arc<RunLock>>,
     /// The lock held is shared (labelling sessions and scores), not exclusive.
     shared: bool,
 }
 
 /// Run locks this process holds, by lock-file path: a second [`RunDir::create_and_lock`] of a
 /// run this process holds shares the lock instead of being refused by it.
-static HELD: Mutex<Vec<(PathBuf, Weak<File>)>> = Mutex::new(Vec::new());
+static HELD: Mutex<Vec<(PathBuf, Weak<RunLock>)>> = Mutex::new(Vec::new());
 /// Locks kept until the process ends (see [`keep_locks_until_exit`]).
-static KEPT: Mutex<Vec<Arc<File>>> = Mutex::new(Vec::new());
+static KEPT: Mutex<Vec<Arc<RunLock>>> = Mutex::new(Vec::new());
+
+/// A held run lock (the open `.lock` file). An exclusive holder empties the file when it lets
+/// go, so that it does not go on naming a process that is gone.
+#[derive(Debug)]
+struct RunLock {
+    file: File,
+    exclusive: bool,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        if self.exclusive {
+            // Still held here: the lock goes with the file, just after.
+            let _ = self.file.set_len(0);
+        }
+    }
+}
+
+/// Lets go of the locks [`keep_locks_until_exit`] kept (call it as the process ends).
+pub fn release_kept_locks() {
+    KEPT.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
 static KEEP: AtomicBool = AtomicBool::new(false);
 
 /// From now on every run lock this process takes is held until it exits, not released with
@@ -127,7 +149,10 @@ impl RunDir {
             return Err(self.in_use(&lock));
         }
         say_who_holds(&mut lock, ", and maybe other labelling sessions");
-        self._lock = Some(Arc::new(lock));
+        self._lock = Some(Arc::new(RunLock {
+            file: lock,
+            exclusive: false,
+        }));
         self.shared = true;
         Ok(())
     }
@@ -206,7 +231,10 @@ impl RunDir {
             return Err(self.in_use(&lock));
         }
         say_who_holds(&mut lock, "");
-        let lock = Arc::new(lock);
+        let lock = Arc::new(RunLock {
+            file: lock,
+            exclusive: true,
+        });
         held.push((lock_path, Arc::downgrade(&lock)));
         if KEEP.load(Ordering::SeqCst) {
             KEPT.lock()
@@ -514,17 +542,29 @@ mod tests {
         // This process again: shared.
         let mut b = RunDir::at(dir.path(), "r").expect("name");
         b.create_and_lock().expect("shared");
+        let lock_path = dir.path().join("r/.lock");
+        let holder = std::fs::read_to_string(&lock_path).expect("read");
+        assert!(
+            holder.starts_with(&format!("pid {}: judge ", std::process::id())),
+            "{holder}"
+        );
         drop((a, b));
+        // Let go of, the lock file names no one.
+        assert_eq!(std::fs::read_to_string(&lock_path).expect("read"), "");
         // Another holder (its own open file description, as another process has).
-        let other = File::options()
+        let mut other = File::options()
             .read(true)
             .write(true)
-            .open(dir.path().join("r/.lock"))
+            .open(&lock_path)
             .expect("open");
         other.try_lock().expect("free once both are dropped");
+        writeln!(other, "pid 1: judge compare --run r").expect("write");
         let mut c = RunDir::at(dir.path(), "r").expect("name");
         let e = c.create_and_lock().expect_err("held elsewhere").to_string();
-        assert!(e.contains("in use by another judge process (pid "), "{e}");
+        assert!(
+            e.contains("in use by another judge process (pid 1: judge compare --run r)"),
+            "{e}"
+        );
         drop(other);
         c.create_and_lock().expect("lock after release");
     }

@@ -352,6 +352,8 @@ fn offline_run_prints_a_real_leaderboard() {
         table, sample,
         "README sample leaderboard differs from `judge run` output"
     );
+    // Let go of at the end, the lock names no one.
+    assert_eq!(p.read("runs/demo/.lock"), "");
     // The exec judge reads no prompt: none is recorded; the checks it ran are.
     let manifest: serde_json::Value =
         serde_json::from_str(&p.read("runs/demo/manifest.json")).unwrap();
