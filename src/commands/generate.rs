@@ -138,7 +138,23 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     progress.finish();
     result?;
     let name = run_dir.name().to_string();
-    finish(&ctx, &run_dir, &mut manifest, &invocation).map(|outcome| (outcome, name))
+    let finished = finish(&ctx, &run_dir, &mut manifest, &invocation);
+    let refused = finished.as_ref().is_err_and(|e| {
+        matches!(
+            e.downcast_ref::<JudgeError>(),
+            Some(JudgeError::ProviderRefused(_))
+        )
+    });
+    // A run this invocation named and started, refused (bad key, no quota) before a single
+    // output: nothing to resume, so no empty run is left behind to pick through.
+    if refused
+        && args.run.is_none()
+        && invocation.items == 0
+        && std::fs::remove_dir_all(run_dir.path()).is_ok()
+    {
+        eprintln!("run `{name}` removed: nothing was generated");
+    }
+    finished.map(|outcome| (outcome, name))
 }
 
 /// The (task, model, status) of an output record; the rest of a line is not read.

@@ -267,6 +267,20 @@ fn unauthorized_aborts_with_exit_3_naming_the_env_var() {
         p.read("runs/r/outputs.jsonl").is_empty(),
         "no item is recorded as failed for a bad key"
     );
+    // Under a default name, the run it started and could not fill is not left behind; a
+    // named run stays, to be resumed.
+    let out = p.run(&["generate"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("removed: nothing was generated"),
+        "{}",
+        text(&out)
+    );
+    let runs: Vec<_> = std::fs::read_dir(p.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(runs, ["r"], "only the named run is left");
 }
 
 #[test]
