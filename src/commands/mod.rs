@@ -76,8 +76,27 @@ fn load_run_locked(
         ))
         .into());
     }
-    let outputs = run_dir.read_jsonl(&run_dir.file(generate::OUTPUTS_FILE))?;
+    let outputs = latest_outputs(run_dir.read_jsonl(&run_dir.file(generate::OUTPUTS_FILE))?);
     Ok((run_dir, manifest, suite, outputs))
+}
+
+/// One record per (task, model): the last in the file, as generate's final rewrite keeps. A
+/// generate killed after `--retry-failed` answered an item leaves its old failed record in
+/// the file too, until the next generate ends.
+fn latest_outputs(records: Vec<crate::records::OutputRecord>) -> Vec<crate::records::OutputRecord> {
+    let mut at: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::with_capacity(records.len());
+    let mut out: Vec<crate::records::OutputRecord> = Vec::with_capacity(records.len());
+    for r in records {
+        match at.entry((r.task.clone(), r.model.clone())) {
+            std::collections::hash_map::Entry::Occupied(e) => out[*e.get()] = r,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push(r);
+            }
+        }
+    }
+    out
 }
 
 /// The judge whose comparisons to use: `wanted`, or the run's only judge. A judge the run does

@@ -202,6 +202,9 @@ fn from_run(
     }
     let judge = crate::commands::pick_judge(&comparisons, args.judge.as_deref(), run)?;
     let mine: Vec<&ComparisonRecord> = comparisons.iter().filter(|c| c.judge == judge).collect();
+    if !args.from_labels {
+        refuse_stale_failures(&mine, &outputs, run)?;
+    }
     let present: std::collections::BTreeSet<&str> =
         outputs.iter().map(|o| o.model.as_str()).collect();
     let model_cfgs: Vec<_> = manifest
@@ -478,4 +481,33 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         rows,
         header,
     })
+}
+
+/// Refuses comparisons decided by a failed generation whose output has since been generated
+/// (`generate --retry-failed` after `compare`): ranked as they are, they would count losses
+/// the model no longer has.
+fn refuse_stale_failures(
+    comparisons: &[&ComparisonRecord],
+    outputs: &[crate::records::OutputRecord],
+    run: &str,
+) -> Result<(), JudgeError> {
+    let failed: std::collections::HashSet<(&str, &str)> = outputs
+        .iter()
+        .filter(|o| o.status == crate::records::Status::Failed)
+        .map(|o| (o.task.as_str(), o.model.as_str()))
+        .collect();
+    let stale = comparisons
+        .iter()
+        .filter(|c| {
+            c.by_failure
+                && !failed.contains(&(c.task.as_str(), c.model_a.as_str()))
+                && !failed.contains(&(c.task.as_str(), c.model_b.as_str()))
+        })
+        .count();
+    if stale > 0 {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has {stale} comparison(s) decided by a failed generation whose output has been generated since (generate --retry-failed?); they are out of date: run `judge compare --run {run}` to judge them, then rank"
+        )));
+    }
+    Ok(())
 }

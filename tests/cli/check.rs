@@ -270,14 +270,11 @@ fn ctrl_c_to_the_process_group_during_run_stops_it_without_false_errors() {
     );
 }
 
-#[test]
-fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
-    let p = Project::offline();
-    let fresh = p.run(&["run", "--run", "fresh"]);
-    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
-    // `reference` failed two items in generation (as a provider error would leave them).
-    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
-    let outputs = p.path().join("runs/r/outputs.jsonl");
+/// Generates run `run` of the offline project, then marks two of `reference`'s outputs failed,
+/// as a provider error would have left them; returns the path of its outputs.jsonl.
+fn generate_with_two_failures(p: &Project, run: &str) -> std::path::PathBuf {
+    assert_eq!(p.run(&["generate", "--run", run]).status.code(), Some(0));
+    let outputs = p.path().join(format!("runs/{run}/outputs.jsonl"));
     let failed: String = std::fs::read_to_string(&outputs)
         .unwrap()
         .lines()
@@ -295,6 +292,65 @@ fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
         })
         .collect();
     std::fs::write(&outputs, failed).unwrap();
+    outputs
+}
+
+/// Comparisons decided by a failed generation go out of date once the output is generated
+/// (`generate --retry-failed` after `compare`): rank refuses them until compare has run.
+/// An outputs file left with an old and a new record of one item (a retry killed before
+/// generate's final rewrite) counts the newer one.
+#[test]
+fn comparisons_made_stale_by_retry_failed_are_refused_until_compared_again() {
+    let p = Project::offline();
+    let fresh = p.run(&["run", "--run", "fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+    generate_with_two_failures(&p, "r");
+    assert_eq!(p.run(&["run", "--run", "r"]).status.code(), Some(1));
+    let retried = p.run(&["generate", "--run", "r", "--retry-failed"]);
+    assert_eq!(retried.status.code(), Some(0), "{}", text(&retried));
+    let stale = p.run(&["rank", "--run", "r"]);
+    assert_eq!(stale.status.code(), Some(2), "{}", text(&stale));
+    assert!(
+        text(&stale)
+            .contains("decided by a failed generation whose output has been generated since"),
+        "{}",
+        text(&stale)
+    );
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let ranked = p.run(&["rank", "--run", "r"]);
+    assert_eq!(ranked.stdout, fresh.stdout, "{}", text(&ranked));
+
+    // Compared with the failures; then a retry killed before generate's final rewrite: the
+    // old failed records first, the retried ok records appended after them.
+    let outputs = generate_with_two_failures(&p, "d");
+    assert_eq!(p.run(&["compare", "--run", "d"]).status.code(), Some(0));
+    let good: String = std::fs::read_to_string(p.path().join("runs/fresh/outputs.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.contains("\"model\":\"reference\"")
+                && (l.contains("asyncio-cancel-retry") || l.contains("atomic-file-write"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(good.lines().count(), 2);
+    let mut whole = std::fs::read_to_string(&outputs).unwrap();
+    whole.push_str(&good);
+    std::fs::write(&outputs, whole).unwrap();
+    let stale = p.run(&["rank", "--run", "d"]);
+    assert_eq!(stale.status.code(), Some(2), "{}", text(&stale));
+    assert_eq!(p.run(&["compare", "--run", "d"]).status.code(), Some(0));
+    let out = p.run(&["rank", "--run", "d"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.stdout, fresh.stdout, "the newer records count");
+}
+
+#[test]
+fn exec_judge_rechecks_outputs_regenerated_by_retry_failed() {
+    let p = Project::offline();
+    let fresh = p.run(&["run", "--run", "fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+    generate_with_two_failures(&p, "r");
     let first = p.run(&["run", "--run", "r"]);
     assert_eq!(first.status.code(), Some(1), "{}", text(&first));
     assert_ne!(
