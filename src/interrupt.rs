@@ -1,5 +1,5 @@
-//! Ctrl-C for the commands that work through many items (`generate`, `compare`, `check`,
-//! `run`): the first SIGINT sets a process-wide flag that every loop of items polls (stop
+//! Ctrl-C (and SIGTERM) for the commands that work through many items (`generate`, `compare`,
+//! `check`, `run`): the first SIGINT or SIGTERM sets a process-wide flag that every loop of items polls (stop
 //! starting items, let those in flight finish, write everything, exit 130); a second one
 //! exits at once with 130 (every finished record is already on disk). One listener for the
 //! whole process, so a later step of `judge run` is as interruptible as the first.
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
 
-/// Starts listening for SIGINT (once per process; later calls do nothing). Returns after the
+/// Starts listening for SIGINT and SIGTERM (once per process; later calls do nothing). Returns after the
 /// listener is registered, so a Ctrl-C from then on is never lost.
 pub fn install() {
     INSTALL.call_once(|| {
@@ -39,16 +39,29 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
         return;
     };
     runtime.block_on(async move {
-        let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+        let (Ok(mut interrupts), Ok(mut terminates)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
             return;
         };
         let _ = ready.send(());
-        if interrupts.recv().await.is_some() {
+        // SIGTERM (`timeout`, `kill`, a CI job cancelled, `docker stop`) is treated as Ctrl-C:
+        // what was paid for in flight is recorded rather than lost.
+        let first = tokio::select! {
+            got = interrupts.recv() => got.map(|()| "Ctrl-C"),
+            got = terminates.recv() => got.map(|()| "SIGTERM"),
+        };
+        if let Some(what) = first {
             eprintln!(
-                "\nstopping: finishing the work in flight (press Ctrl-C again to quit at once)"
+                "\nstopping ({what}): finishing the work in flight (press Ctrl-C again to quit at once)"
             );
             REQUESTED.store(true, Ordering::SeqCst);
-            if interrupts.recv().await.is_some() {
+            let again = tokio::select! {
+                got = interrupts.recv() => got,
+                got = terminates.recv() => got,
+            };
+            if again.is_some() {
                 std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
             }
         }

@@ -507,46 +507,54 @@ fn repeated_sigkill_loses_nothing_and_never_repeats_a_finished_item() {
     assert_eq!(tasks.len(), 40, "no duplicate record");
 }
 
+/// Ctrl-C, and SIGTERM (`timeout`, a cancelled CI job) alike: what is in flight finishes and
+/// is written, nothing is paid for twice, exit 130.
 #[test]
 fn ctrl_c_finishes_in_flight_writes_and_exits_130() {
-    let server = FakeServer::start(|req, _| {
-        std::thread::sleep(Duration::from_millis(300));
-        Reply::ok(&format!("answer to {}", req.user_text()))
-    });
-    let p = Project::with_suite(
-        10,
-        &config("openai", &server.url, 0, 5)
-            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 2"),
-    );
-    let child = p
-        .judge()
-        .args(["generate", "--run", "r"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.count() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
+    for signal in ["-INT", "-TERM"] {
+        let server = FakeServer::start(|req, _| {
+            std::thread::sleep(Duration::from_millis(300));
+            Reply::ok(&format!("answer to {}", req.user_text()))
+        });
+        let p = Project::with_suite(
+            10,
+            &config("openai", &server.url, 0, 5)
+                .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 2"),
+        );
+        let child = p
+            .judge()
+            .args(["generate", "--run", "r"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.count() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let status = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{signal}: {}", text(&out));
+        let kept = p.jsonl("runs/r/outputs.jsonl");
+        assert_eq!(
+            kept.len(),
+            server.count(),
+            "{signal}: every request in flight finished and was written"
+        );
+        assert!(kept.len() < 10);
+        let out = p.run(&["generate", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 10);
+        assert_eq!(
+            server.count(),
+            10,
+            "{signal}: the rerun asked only for the rest"
+        );
     }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
-    let kept = p.jsonl("runs/r/outputs.jsonl");
-    assert_eq!(
-        kept.len(),
-        server.count(),
-        "every request in flight finished and was written"
-    );
-    assert!(kept.len() < 10);
-    let out = p.run(&["generate", "--run", "r"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 10);
-    assert_eq!(server.count(), 10, "the rerun asked only for the rest");
 }
 
 #[test]
