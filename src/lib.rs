@@ -40,6 +40,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Parses the command line, runs the command, and maps the result to an exit code.
 pub fn main_entry() -> ExitCode {
+    exit_quietly_when_stderr_fails();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -56,11 +57,35 @@ pub fn main_entry() -> ExitCode {
     match result {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
-            eprintln!("error: {err}");
+            use std::io::Write;
+            // Written without `eprintln!`, which panics when stderr cannot be written: the
+            // exit code still tells what happened.
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "error: {err}");
             for cause in err.chain().skip(1) {
-                eprintln!("caused by: {cause}");
+                let _ = writeln!(stderr, "caused by: {cause}");
             }
             error::exit_code_for(&err)
         }
     }
+}
+
+/// A progress line or warning that cannot be written (stderr on a full disk, a closed pipe)
+/// makes `eprintln!` panic, which would end judge with Rust's 101 and no message. Every
+/// record is on disk by then (records are written before they are reported): exit with
+/// the documented code for an I/O error instead.
+fn exit_quietly_when_stderr_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stderr") {
+            std::process::exit(i32::from(error::EXIT_ITEMS_FAILED));
+        }
+        default(info);
+    }));
 }

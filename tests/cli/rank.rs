@@ -595,3 +595,37 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
         text(&out)
     );
 }
+
+/// A warning that cannot be written (stderr on a full disk) ends judge with the documented
+/// I/O exit code, not a Rust panic's 101; an error keeps its own code.
+#[test]
+fn an_unwritable_stderr_is_exit_1_not_a_panic() {
+    let p = Project::empty();
+    let row =
+        |a: &str, b: &str| serde_json::json!({"model_a": a, "model_b": b, "winner": "model_a"});
+    // Two groups never compared with each other: rank warns.
+    let file = battles_file(&p, "b.jsonl", &[row("a", "b"), row("c", "d")]);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = p
+        .judge()
+        .args(["rank", "--comparisons", &file])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let config_error = p
+        .judge()
+        .args(["--config", "nowhere.toml", "rank", "--run", "r"])
+        .stderr(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(config_error.status.code(), Some(2), "the error's own code");
+}
