@@ -626,9 +626,14 @@ fn finish(
         .iter()
         .filter(|j| judge_ids.contains(&j.judge.as_str()))
         .collect();
+    let priced: Vec<&str> = llm_judges(&ctx.judges)
+        .into_iter()
+        .filter(|m| m.price_input_per_mtok.is_some())
+        .map(|m| m.id.as_str())
+        .collect();
     eprint!(
         "{}",
-        compare_summary(&judge_ids, &ours, &new_records, &comparisons)
+        compare_summary(&judge_ids, &priced, &ours, &new_records, &comparisons)
     );
     let ungenerated = ctx
         .suite

@@ -116,6 +116,7 @@ fn tokens(total: u64, r: &Row) -> String {
 /// order-flip rate; cost of judging.
 pub fn compare_summary(
     judges: &[&str],
+    priced: &[&str],
     judgments: &[&JudgmentRecord],
     new_records: &[JudgmentRecord],
     comparisons: &[ComparisonRecord],
@@ -140,7 +141,8 @@ pub fn compare_summary(
         let comps: Vec<&ComparisonRecord> =
             comparisons.iter().filter(|c| c.judge == *judge).collect();
         let flipped = comps.iter().filter(|c| c.flipped).count();
-        let cost: Option<f64> = mine.iter().map(|j| j.cost_usd).sum();
+        let known: f64 = mine.iter().filter_map(|j| j.cost_usd).sum();
+        let unknown = mine.iter().filter(|j| j.cost_usd.is_none()).count();
         let calls_made = !mine.is_empty();
         table.push(vec![
             (*judge).to_string(),
@@ -167,10 +169,12 @@ pub fn compare_summary(
             } else {
                 flip_rate(comps.iter().copied()).map_or("n/a".into(), |r| format!("{r:.3}"))
             },
-            match (calls_made, cost) {
-                (false, _) => "-".into(),
-                (true, Some(c)) => format_usd(c),
-                (true, None) => "unpriced".into(),
+            match (calls_made, priced.contains(judge), unknown) {
+                (false, _, _) => "-".into(),
+                (true, false, _) => "unpriced".into(),
+                (true, true, 0) => format_usd(known),
+                // Never shown as free: calls without usage (failed ones, say) are counted apart.
+                (true, true, n) => format!("{} + {n} unknown", format_usd(known)),
             },
         ]);
     }
@@ -256,11 +260,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn compare_summary_columns_line_up() {
+    fn failed_judgment() -> JudgmentRecord {
         use crate::prompt::Order;
         use crate::records::{FailedMarker, RecordedError};
-        let judgment = JudgmentRecord {
+        JudgmentRecord {
             task: "t".into(),
             judge: "j".into(),
             first: "a".into(),
@@ -279,8 +282,19 @@ mod tests {
                 message: "m".into(),
                 http_status: None,
             }),
-        };
-        let s = compare_summary(&["j"], &[&judgment], std::slice::from_ref(&judgment), &[]);
+        }
+    }
+
+    #[test]
+    fn compare_summary_columns_line_up() {
+        let judgment = failed_judgment();
+        let s = compare_summary(
+            &["j"],
+            &[],
+            &[&judgment],
+            std::slice::from_ref(&judgment),
+            &[],
+        );
         let rows: Vec<Vec<&str>> = s.lines().map(|l| l.split_whitespace().collect()).collect();
         // "flip rate" is two words in the header.
         assert_eq!(rows[0].len() - 1, rows[1].len(), "{s}");
@@ -288,6 +302,25 @@ mod tests {
         assert_eq!(rows[1][col("retried")], "1", "{s}");
         assert_eq!(rows[1][col("unparsable")], "1", "{s}");
         assert_eq!(rows[1][col("failed")], "1", "{s}");
+    }
+
+    #[test]
+    fn a_priced_judge_with_calls_of_unknown_cost_is_not_unpriced() {
+        let failed = failed_judgment();
+        let paid = JudgmentRecord {
+            cost_usd: Some(0.25),
+            ..failed_judgment()
+        };
+        let cost = |priced: &[&str]| {
+            let s = compare_summary(&["j"], priced, &[&failed, &paid], &[], &[]);
+            s.lines().nth(1).expect("a row").to_string()
+        };
+        assert!(
+            cost(&["j"]).ends_with("$0.2500 + 1 unknown"),
+            "{}",
+            cost(&["j"])
+        );
+        assert!(cost(&[]).ends_with("unpriced"), "{}", cost(&[]));
     }
 
     #[test]
