@@ -688,7 +688,7 @@ fn finish(
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         None if ctx.stop.past_deadline() => {
             eprintln!(
-                "deadline reached: calls not started wait for a rerun with --run {}",
+                "deadline reached: calls not started or cut short while retrying wait for a rerun with --run {}",
                 run_dir.name()
             );
             Ok(Outcome::ItemsFailed)

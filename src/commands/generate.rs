@@ -258,7 +258,7 @@ fn finish(
         None if !complete && ctx.stop.past_deadline() => {
             let missing = expected - done;
             eprintln!(
-                "deadline reached: {missing} item(s) not started; rerun with --run {} to resume",
+                "deadline reached: {missing} item(s) not done (not started, or retries cut short); rerun with --run {} to resume",
                 run_dir.name()
             );
             Ok(Outcome::ItemsFailed)

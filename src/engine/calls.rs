@@ -95,7 +95,15 @@ pub async fn cached_call(
             stop.request(StopReason::Fatal(e.message));
             None
         }
-        Err(e) if e.class.is_retryable() && stop.is_stopping() => None,
+        // Retries cut short by Ctrl-C or by the deadline (not run out): not the model's or
+        // judge's failure, so not recorded; a rerun asks again.
+        Err(e)
+            if e.class.is_retryable()
+                && (stop.is_stopping()
+                    || (stop.past_deadline() && attempts <= http.config().max_retries)) =>
+        {
+            None
+        }
         Err(e) => {
             result.reply = Err(e);
             Some(result)

@@ -557,8 +557,11 @@ fn ctrl_c_finishes_in_flight_writes_and_exits_130() {
     }
 }
 
+/// At the deadline no item or retry starts; items still retrying are cut short and not
+/// recorded (the provider's failure, not the model's: a rerun asks again, as after Ctrl-C),
+/// while an item that ran out of retries is recorded failed.
 #[test]
-fn deadline_records_in_flight_items_and_leaves_the_rest() {
+fn deadline_cuts_retries_short_without_recording_them() {
     let server = FakeServer::start(|_, _| Reply::status(503, "{}"));
     let p = Project::with_suite(
         6,
@@ -577,17 +580,27 @@ fn deadline_records_in_flight_items_and_leaves_the_rest() {
         "the deadline cut retries short"
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let recs = p.jsonl("runs/r/outputs.jsonl");
-    assert_eq!(
-        recs.len(),
-        2,
-        "the two items in flight are recorded: {}",
+    assert!(
+        p.read("runs/r/outputs.jsonl").is_empty(),
+        "nothing cut short is recorded: {}",
         text(&out)
     );
-    assert!(recs.iter().all(|r| r["error"]["class"] == "server_error"));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("deadline reached: 4 item(s) not started")
+        String::from_utf8_lossy(&out.stderr).contains("deadline reached: 6 item(s) not done"),
+        "{}",
+        text(&out)
     );
+    // Out of retries before the deadline: that failure is recorded.
+    let p = Project::with_suite(1, &config("openai", &server.url, 0, 5));
+    let out = p
+        .judge()
+        .args(["generate", "--run", "r", "--deadline", "60s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let recs = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    assert_eq!(recs[0]["error"]["class"], "server_error");
 }
 
 /// A kind-shaped 200 reply (the `success` fixture) whose completion text is `text`.
