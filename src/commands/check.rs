@@ -174,7 +174,7 @@ pub(crate) fn record_policy(
 }
 
 /// One warning per task whose check.py does not compile, with Python's reason.
-fn warn_invalid_checks(records: &[CheckRecord]) {
+pub(crate) fn warn_invalid_checks(records: &[CheckRecord]) {
     let mut warned = std::collections::BTreeSet::new();
     for r in records {
         let Some(before) = r
@@ -188,11 +188,23 @@ fn warn_invalid_checks(records: &[CheckRecord]) {
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
+                .unwrap_or("")
+                .trim();
+            // Python's traceback names the line: `File "check.py", line 4`.
+            let line = before
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("File \"check.py\", line "))
+                .map(|rest| {
+                    rest.split(|c: char| !c.is_ascii_digit())
+                        .next()
+                        .unwrap_or("")
+                })
+                .filter(|n| !n.is_empty())
+                .map_or(String::new(), |n| format!(" at line {n}"));
             eprintln!(
-                "warning: task {:?}: its check.py does not compile ({}); fix it in the suite and start a new run (`judge generate --run NEW`: outputs come from the cache)",
+                "warning: task {:?}: its check.py does not compile{line} ({reason}); every answer to it is `error`: fix it in the suite and start a new run (`judge generate --run NEW`)",
                 r.task,
-                reason.trim()
             );
         }
     }

@@ -211,6 +211,12 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
     }
     let judges = resolve_judges(&config, wanted_judges)?;
     refuse_own_family(&judges, &models)?;
+    if judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        refuse_exec_without_checks(&suite)?;
+        if let Some(note) = exec_coverage_note(&suite) {
+            eprintln!("warning: {note}");
+        }
+    }
     Ok(Inputs {
         config,
         suite,
@@ -262,6 +268,44 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The execution judge decides only tasks that have a hidden test: a suite without any is
+/// refused (before anything is generated, under `judge run`).
+pub(crate) fn refuse_exec_without_checks(suite: &Suite) -> Result<(), JudgeError> {
+    if suite.tasks.iter().any(|t| t.check.is_some()) {
+        return Ok(());
+    }
+    Err(JudgeError::usage(format!(
+        "the exec judge decides from hidden tests, and suite `{}` has none (tasks/<id>/check.py); add checks, or judge with an LLM judge ([[judges]] in judge.toml, --judge ID)",
+        suite.name
+    )))
+}
+
+/// Which tasks the execution judge leaves out (those without a check.py), as a warning for
+/// compare and the leaderboard; `None` when every task has one.
+pub(crate) fn exec_coverage_note(suite: &Suite) -> Option<String> {
+    let unchecked: Vec<&str> = suite
+        .tasks
+        .iter()
+        .filter(|t| t.check.is_none())
+        .map(|t| t.id.as_str())
+        .collect();
+    if unchecked.is_empty() {
+        return None;
+    }
+    let shown = unchecked
+        .iter()
+        .take(5)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if unchecked.len() > 5 { ", …" } else { "" };
+    Some(format!(
+        "the exec judge ranks only tasks with a check.py: {} of {} tasks have none and are not compared ({shown}{more})",
+        unchecked.len(),
+        suite.tasks.len()
+    ))
 }
 
 /// The judges that are models (every judge but `exec`).
@@ -671,7 +715,7 @@ fn finish(
         );
     }
     eprintln!(
-        "run `{}`: {} comparisons in {}",
+        "run `{}`: {} comparisons of every judge so far in {}",
         run_dir.name(),
         comparisons.len(),
         run_dir.file(COMPARISONS_FILE).display()
@@ -740,6 +784,7 @@ fn exec_checks(
         )?;
         (records, Some(policy))
     };
+    crate::commands::check::warn_invalid_checks(&records);
     Ok((CheckTable::from_records(&records), ran_under))
 }
 

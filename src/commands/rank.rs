@@ -65,6 +65,8 @@ pub struct RankInput {
     pub rows: Vec<Row>,
     pub costs: Vec<(Option<f64>, bool)>,
     pub header: Header,
+    /// Warnings about the input, shown before the fit's own.
+    pub warnings: Vec<String>,
 }
 
 /// Runs `judge rank`.
@@ -116,8 +118,9 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         unit: args.bootstrap_unit.into(),
         threads,
     };
-    let fitted = rank(&input.models, &input.rows, params, &input.costs)
+    let mut fitted = rank(&input.models, &input.rows, params, &input.costs)
         .map_err(|e| JudgeError::usage(format!("cannot rank {}: {e}", input.header.source)))?;
+    fitted.warnings.splice(0..0, input.warnings);
     let ranked = started.elapsed();
     for w in &fitted.warnings {
         eprintln!("warning: {}", crate::report::printable(w));
@@ -361,12 +364,20 @@ fn from_run(
         prior: args.prior,
     };
     run_dir.create_and_lock()?;
+    let exec_judged = header.judge.as_deref() == Some(EXEC_JUDGE) && !args.from_labels;
     Ok((
         RankInput {
             models,
             rows,
             costs,
             header,
+            warnings: if exec_judged {
+                crate::commands::compare::exec_coverage_note(&suite)
+                    .into_iter()
+                    .collect()
+            } else {
+                Vec::new()
+            },
         },
         run_dir,
         prompt,
@@ -480,6 +491,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         models,
         rows,
         header,
+        warnings: Vec::new(),
     })
 }
 

@@ -53,6 +53,10 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
+    if judges.iter().any(|j| j == EXEC_JUDGE) {
+        let suite = crate::suite::load_suite(&config.suites_dir(), &config.run.suite)?;
+        compare::refuse_exec_without_checks(&suite)?;
+    }
     crate::interrupt::install();
     // The run stays locked from generate to rank: no other process can change it in between.
     crate::engine::run_dir::keep_locks_until_exit();

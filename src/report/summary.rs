@@ -158,10 +158,18 @@ pub fn compare_summary(
                 })
                 .count()
                 .to_string(),
-            mine.iter()
-                .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
-                .count()
-                .to_string(),
+            if *judge == crate::judging::EXEC_JUDGE {
+                // No calls: a failed comparison is a check that gave no verdict.
+                comps
+                    .iter()
+                    .filter(|c| c.winner == crate::records::Winner::Failed)
+                    .count()
+            } else {
+                mine.iter()
+                    .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+                    .count()
+            }
+            .to_string(),
             comps.len().to_string(),
             flipped.to_string(),
             if *judge == crate::judging::EXEC_JUDGE {

@@ -394,7 +394,9 @@ fn a_check_that_does_not_compile_is_reported_not_counted() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        err.contains("task \"t01\": its check.py does not compile (SyntaxError: invalid syntax)"),
+        err.contains(
+            "task \"t01\": its check.py does not compile at line 2 (SyntaxError: invalid syntax)"
+        ),
         "{err}"
     );
     assert_eq!(p.jsonl("runs/r/checks.jsonl")[0]["result"], "error");
@@ -407,4 +409,63 @@ fn a_check_that_does_not_compile_is_reported_not_counted() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
     assert_eq!(p.jsonl("runs/r2/checks.jsonl")[0]["result"], "pass");
+}
+
+/// The exec judge decides only tasks with a check.py: the others are named as left out, in
+/// compare and in the leaderboard; a suite with no check at all is refused before anything is
+/// generated.
+#[test]
+fn the_exec_judge_says_which_tasks_it_leaves_out() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    for (set, x) in [("a", 1), ("b", 2)] {
+        for task in ["t01", "t02"] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{task}.md"),
+                &format!("```python\nx = {x}\n```"),
+            );
+        }
+    }
+    let out = p.run(&["run", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let note = "the exec judge ranks only tasks with a check.py: 1 of 2 tasks have none and are not compared (t02)";
+    assert!(text(&out).contains(note), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        board["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == note),
+        "{board}"
+    );
+
+    // The exec judge, which runs the checks it needs itself, names a check that does not
+    // compile as `judge check` does.
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1 +\n",
+    );
+    let out = p.run(&["run", "--run", "r2"]);
+    assert!(
+        text(&out).contains("task \"t01\": its check.py does not compile at line 2"),
+        "{}",
+        text(&out)
+    );
+
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the exec judge decides from hidden tests, and suite `demo` has none"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/r").exists());
+    p.run(&["generate", "--run", "g"]);
+    let out = p.run(&["compare", "--run", "g"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
