@@ -329,14 +329,17 @@ pub fn ensure_checks(
                         code_sha,
                     )
                     .and_then(|rec| {
+                        let Some(rec) = rec else { return Ok(None) };
                         appender
                             .lock()
                             .expect("appender lock")
                             .append(&rec)
-                            .map(|()| rec)
+                            .map(|()| Some(rec))
                     });
                     match outcome {
-                        Ok(rec) => {
+                        // Killed by the stop: left for the rerun.
+                        Ok(None) => {}
+                        Ok(Some(rec)) => {
                             progress.item_done(
                                 rec.from_cache,
                                 rec.result != CheckOutcome::Pass,
@@ -370,7 +373,9 @@ pub fn ensure_checks(
 }
 
 /// Runs (or recalls from the cache) one check. Timeouts and harness errors are not cached,
-/// so they are tried again next time.
+/// so they are tried again next time. `None` for a check killed by a signal after a stop was
+/// asked for (SIGTERM sent to every process, as systemd or a CI runner does): that is the
+/// stop's doing, not the code's, so it is neither recorded nor cached.
 fn check_one(
     policy: &SandboxPolicy,
     cache: &Cache,
@@ -379,7 +384,7 @@ fn check_one(
     code: Option<&str>,
     check_sha256: String,
     code_sha256: Option<String>,
-) -> anyhow::Result<CheckRecord> {
+) -> anyhow::Result<Option<CheckRecord>> {
     let mut record = CheckRecord {
         task: output.task.clone(),
         model: output.model.clone(),
@@ -398,7 +403,7 @@ fn check_one(
         if output.status == Status::Failed {
             record.stderr_tail = "generation failed: no output to check".into();
         }
-        return Ok(record);
+        return Ok(Some(record));
     };
     let canonical = json!({
         "kind": "check",
@@ -430,6 +435,9 @@ fn check_one(
         None => {
             let run =
                 run_check(policy, check, code).map_err(|e| JudgeError::usage(e.to_string()))?;
+            if run.signal.is_some() && crate::interrupt::requested() {
+                return Ok(None);
+            }
             let c = CachedCheck {
                 result: run.result.into(),
                 duration_ms: run.duration_ms,
@@ -452,7 +460,7 @@ fn check_one(
     record.stdout_tail = c.stdout_tail;
     record.stderr_tail = c.stderr_tail;
     record.sandbox = c.sandbox;
-    Ok(record)
+    Ok(Some(record))
 }
 
 /// Per-model pass counts with 95% Wilson intervals, in manifest model order.

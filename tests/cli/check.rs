@@ -469,3 +469,54 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
     let out = p.run(&["compare", "--run", "g"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// A SIGTERM sent to every process (systemd stopping a service, a CI runner killing the tree)
+/// also kills the checks running: those are the stop's doing, not the code's, and are neither
+/// recorded nor cached; judge stops with 130 and the rerun checks them.
+#[test]
+fn a_sigterm_to_the_whole_tree_records_no_false_failure() {
+    let p = one_task_project(
+        "```python\nimport time\ntime.sleep(3)\nx = 1\n```",
+        "import solution\nassert solution.x == 1\n",
+    );
+    let child = p
+        .judge()
+        .args(["check", "--run", "r"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until the check's sandbox is running under judge.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&children)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _ = std::process::Command::new("pkill")
+        .args(["-TERM", "-P", &pid])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let records = p.read("runs/r/checks.jsonl");
+    assert!(
+        !records.contains("\"fail\""),
+        "a killed check was recorded: {records}"
+    );
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/checks.jsonl")[0]["result"], "pass");
+}
