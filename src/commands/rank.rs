@@ -495,9 +495,9 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     })
 }
 
-/// Refuses comparisons decided by a failed generation whose output has since been generated
-/// (`generate --retry-failed` after `compare`): ranked as they are, they would count losses
-/// the model no longer has.
+/// Refuses comparisons decided by a failed generation that the outputs as they are now would
+/// decide otherwise (`generate --retry-failed` after `compare`): ranked as they are, they
+/// would count losses (or both-bad) that no longer hold.
 fn refuse_stale_failures(
     comparisons: &[&ComparisonRecord],
     outputs: &[crate::records::OutputRecord],
@@ -508,18 +508,68 @@ fn refuse_stale_failures(
         .filter(|o| o.status == crate::records::Status::Failed)
         .map(|o| (o.task.as_str(), o.model.as_str()))
         .collect();
+    let ok = |task: &str, model: &str| !failed.contains(&(task, model));
     let stale = comparisons
         .iter()
         .filter(|c| {
             c.by_failure
-                && !failed.contains(&(c.task.as_str(), c.model_a.as_str()))
-                && !failed.contains(&(c.task.as_str(), c.model_b.as_str()))
+                && crate::judging::decide_by_failure(
+                    ok(&c.task, &c.model_a),
+                    ok(&c.task, &c.model_b),
+                ) != Some(c.winner)
         })
         .count();
     if stale > 0 {
         return Err(JudgeError::usage(format!(
-            "run `{run}` has {stale} comparison(s) decided by a failed generation whose output has been generated since (generate --retry-failed?); they are out of date: run `judge compare --run {run}` to judge them, then rank"
+            "run `{run}` has {stale} comparison(s) decided by a failed generation that the outputs no longer bear out (generated since: generate --retry-failed?); run `judge compare --run {run}` to bring them up to date, then rank"
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::OutputRecord;
+
+    fn output(model: &str, ok: bool) -> OutputRecord {
+        serde_json::from_value(serde_json::json!({
+            "task": "t", "model": model, "status": if ok { "ok" } else { "failed" },
+            "text": if ok { Some("x") } else { None },
+            "settings": {"max_tokens": 1, "temperature": 0.0, "style": "none", "instruction": ""},
+            "from_cache": false, "attempts": 1,
+        }))
+        .expect("an output record")
+    }
+
+    fn by_failure(winner: Winner) -> ComparisonRecord {
+        ComparisonRecord {
+            task: "t".into(),
+            judge: "j".into(),
+            model_a: "a".into(),
+            model_b: "b".into(),
+            winner,
+            flipped: false,
+            by_failure: true,
+        }
+    }
+
+    /// A comparison decided by failure stands only while the outputs still decide it so:
+    /// both failed and one retried successfully is as stale as one failed and retried.
+    #[test]
+    fn failures_that_no_longer_hold_are_refused() {
+        let cases = [
+            (Winner::BothBad, (false, false), true),
+            (Winner::BothBad, (true, false), false),
+            (Winner::ModelA, (true, false), true),
+            (Winner::ModelA, (true, true), false),
+            (Winner::ModelB, (true, false), false),
+        ];
+        for (winner, (a_ok, b_ok), stands) in cases {
+            let outputs = [output("a", a_ok), output("b", b_ok)];
+            let c = by_failure(winner);
+            let result = refuse_stale_failures(&[&c], &outputs, "r");
+            assert_eq!(result.is_ok(), stands, "{winner:?} with {a_ok}/{b_ok}");
+        }
+    }
 }

@@ -311,8 +311,7 @@ fn comparisons_made_stale_by_retry_failed_are_refused_until_compared_again() {
     let stale = p.run(&["rank", "--run", "r"]);
     assert_eq!(stale.status.code(), Some(2), "{}", text(&stale));
     assert!(
-        text(&stale)
-            .contains("decided by a failed generation whose output has been generated since"),
+        text(&stale).contains("decided by a failed generation that the outputs no longer bear out"),
         "{}",
         text(&stale)
     );
