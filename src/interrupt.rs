@@ -4,6 +4,7 @@
 //! exits at once with 130 (every finished record is already on disk). One listener for the
 //! whole process, so a later step of `judge run` is as interruptible as the first.
 
+use std::io::Write;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,31 +40,41 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
         return;
     };
     runtime.block_on(async move {
-        let (Ok(mut interrupts), Ok(mut terminates)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
+        // Each signal on its own: one that cannot be registered leaves the other working.
+        let mut interrupts = signal(SignalKind::interrupt()).ok();
+        let mut terminates = signal(SignalKind::terminate()).ok();
+        if interrupts.is_none() && terminates.is_none() {
             return;
-        };
+        }
         let _ = ready.send(());
         // SIGTERM (`timeout`, `kill`, a CI job cancelled, `docker stop`) is treated as Ctrl-C:
         // what was paid for in flight is recorded rather than lost.
         let first = tokio::select! {
-            got = interrupts.recv() => got.map(|()| "Ctrl-C"),
-            got = terminates.recv() => got.map(|()| "SIGTERM"),
+            got = next(&mut interrupts) => got.map(|()| "Ctrl-C"),
+            got = next(&mut terminates) => got.map(|()| "SIGTERM"),
         };
         if let Some(what) = first {
-            eprintln!(
+            // Not `eprintln!`: a stderr that cannot be written must not end the process here.
+            let _ = writeln!(
+                std::io::stderr(),
                 "\nstopping ({what}): finishing the work in flight (press Ctrl-C again to quit at once)"
             );
             REQUESTED.store(true, Ordering::SeqCst);
             let again = tokio::select! {
-                got = interrupts.recv() => got,
-                got = terminates.recv() => got,
+                got = next(&mut interrupts) => got,
+                got = next(&mut terminates) => got,
             };
             if again.is_some() {
                 std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
             }
         }
     });
+}
+
+/// The next delivery of `signal`; never, for one that could not be registered.
+async fn next(signal: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match signal {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
 }

@@ -65,7 +65,7 @@ _nonce, _, _source = b''.join(_parts).partition(b'\n')
 _marker = PREFIX + _nonce.strip() + SUFFIX
 _invalid = INVALID + _nonce.strip() + SUFFIX
 del _parts, _chunk, _nonce
-_write, _getattr, _gettrace, _getprofile = os.write, getattr, sys.gettrace, sys.getprofile
+_write, _getattr, _gettrace, _getprofile, _getpid = os.write, getattr, sys.gettrace, sys.getprofile, os.getpid
 # Compiled from bytes, as `python3 check.py` reads it: a byte order mark or a coding cookie
 # sets the encoding and every line ending is a newline. Tracebacks quote the lines from
 # linecache, decoded the same way.
@@ -82,7 +82,18 @@ except BaseException:
     os._exit(1)
 linecache.cache['check.py'] = (len(_text), None, _text.splitlines(True), 'check.py')
 del _source, _text
-_pid = os.getpid()
+_pid = _getpid()
+def _codes(code, ids):
+    # The check's own code objects, by identity: its module body and everything compiled
+    # with it (functions, classes, comprehensions). Code made later (exec) is not the check's.
+    ids.add(id(code))
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _codes(c, ids)
+    return ids
+_check_codes = _codes(_check, set())
+def _zero(c):
+    return c is None or (type(c) in (int, bool) and c == 0)
 # (_sitebuiltins, where exit() and quit() live, is a frozen module from Python 3.11 on.)
 _exit_sites = tuple(os.path.join(os.path.dirname(os.__file__), *p)
                     for p in (('unittest', 'main.py'), ('_sitebuiltins.py',))) + ('<frozen _sitebuiltins>',)
@@ -92,15 +103,14 @@ def _ended_by_the_check(e):
     # frame of the check's must have nothing inside it but those exit sites: no solution
     # code, no other library deciding to exit (argparse), no exception re-raised from
     # another process (concurrent.futures). Frames outside it do not matter.
-    c = e.code
-    if not (c is None or (type(c) in (int, bool) and c == 0)):
+    if not _zero(e.code):
         return False
     frames, tb = [], e.__traceback__
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
     for f in reversed(frames):
-        if f.f_globals is _main.__dict__:
+        if id(f.f_code) in _check_codes:
             return True
         if f.f_code.co_filename not in _exit_sites:
             return False
@@ -125,7 +135,7 @@ except SystemExit as e:
     c = e.code
     if _ended_by_the_check(e):
         code = 0
-    elif c is None or (type(c) in (int, bool) and c == 0):
+    elif _zero(c):
         sys.stderr.write('judge: SystemExit(%r) was raised outside check.py (by the solution?) before the check ended; only the check may end early with status 0\n' % (c,))
     elif isinstance(c, int):
         code = c if 0 < c < 256 else 1
@@ -148,7 +158,7 @@ for _stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
     except BaseException:
         pass
 # A process the check forked runs this too: only the runner's own process may finish.
-if code == 0 and os.getpid() == _pid:
+if code == 0 and _getpid() == _pid:
     _write(2, _marker)
 os._exit(code)
 "#;

@@ -1120,7 +1120,11 @@ fn a_check_may_end_itself_with_status_zero() {
         ),
         (
             "unittest.main at import",
-            "import unittest\ndef add(a, b):\n    return a - b\nunittest.main(module=None, argv=['x'])\n",
+            "import unittest\nclass T(unittest.TestCase):\n    def test(self):\n        pass\ndef add(a, b):\n    return a - b\nunittest.main(module=__name__, argv=['x'])\n",
+        ),
+        (
+            "an exit compiled into the check's namespace",
+            "import __main__\ndef add(a, b):\n    exec('raise SystemExit(0)', __main__.__dict__)\n",
         ),
     ];
     for mode in modes() {
