@@ -75,8 +75,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let mut manifest = if run_dir.exists() {
         let old = read_manifest(&run_dir)?;
         let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
-        if let Some(conflict) = resume_conflict(&old, &suite_info, &config.run, &models, &providers)
-        {
+        if let Some(conflict) = resume_conflict(
+            &old,
+            &suite_info,
+            &suite.hash_with_answers,
+            &config.run,
+            &models,
+            &providers,
+        ) {
             return Err(JudgeError::usage(format!(
                 "cannot resume run `{run_name}`: {conflict}; start a new run (another --run name)"
             ))

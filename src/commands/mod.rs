@@ -69,7 +69,7 @@ fn load_run_locked(
     }
     let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
     let suite = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)?;
-    if suite.hash != manifest.suite.hash {
+    if !suite.is_recorded_as(&manifest.suite.hash) {
         return Err(JudgeError::usage(format!(
             "suite `{}` has changed since run `{run}` was generated; use the unchanged suite or generate a new run",
             suite.name

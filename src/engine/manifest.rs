@@ -14,7 +14,8 @@ use crate::records::SCHEMA_VERSION;
 pub struct SuiteInfo {
     pub name: String,
     pub version: String,
-    /// SHA-256 over suite.toml, tasks/ and answers/.
+    /// SHA-256 over suite.toml and tasks/ (runs recorded before answer sets were left out
+    /// of it hold the hash over answers/ too: see [`crate::suite::Suite::hash_with_answers`]).
     pub hash: String,
 }
 
@@ -68,11 +69,12 @@ impl Manifest {
 pub fn resume_conflict(
     old: &Manifest,
     suite: &SuiteInfo,
+    legacy_hash: &str,
     settings: &RunSettings,
     models: &[ModelConfig],
     providers: &[&ProviderConfig],
 ) -> Option<String> {
-    if old.suite != *suite {
+    if old.suite != *suite && old.suite.hash != legacy_hash {
         return Some(format!(
             "suite `{}` has changed since run `{}` started (hash {} → {})",
             suite.name,

@@ -34,11 +34,21 @@ pub struct Suite {
     pub tasks: Vec<Task>,
     /// Answer sets: set name → task id → answer text.
     pub answers: BTreeMap<String, BTreeMap<String, String>>,
-    /// SHA-256 (hex) over suite.toml, every task file and every answer file.
+    /// SHA-256 (hex) over suite.toml and every task file: what every model is asked and
+    /// how it is checked. Answer sets are not part of it: they are model outputs (copied
+    /// into a run's outputs.jsonl), and a new one must not end the runs before it.
     pub hash: String,
+    /// The hash as runs recorded it before answer sets were left out of it (over answers/
+    /// too), which such runs still match.
+    pub hash_with_answers: String,
 }
 
 impl Suite {
+    /// Whether `recorded` (a run manifest's suite hash) is this suite's, by either hash.
+    pub fn is_recorded_as(&self, recorded: &str) -> bool {
+        recorded == self.hash || recorded == self.hash_with_answers
+    }
+
     /// The task with this id.
     pub fn task(&self, id: &str) -> Option<&Task> {
         self.tasks

@@ -106,7 +106,8 @@ pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Sui
         criteria: meta.criteria.trim().to_string(),
         tasks,
         answers,
-        hash: suite_hash(files),
+        hash: suite_hash(files, false),
+        hash_with_answers: suite_hash(files, true),
     })
 }
 
@@ -201,12 +202,13 @@ fn validate_tasks(
     Ok(tasks)
 }
 
-/// SHA-256 over (path, length, bytes) of suite.toml and every file under tasks/ and answers/,
-/// in path order.
-fn suite_hash(files: &BTreeMap<String, String>) -> String {
+/// SHA-256 over (path, length, bytes) of suite.toml and every file under tasks/ (and, with
+/// `answers`, under answers/: the hash of runs recorded before answer sets were left out), in
+/// path order.
+fn suite_hash(files: &BTreeMap<String, String>, answers: bool) -> String {
     let mut h = Sha256::new();
     let relevant = files.iter().filter(|(p, _)| {
-        *p == "suite.toml" || p.starts_with("tasks/") || p.starts_with("answers/")
+        *p == "suite.toml" || p.starts_with("tasks/") || (answers && p.starts_with("answers/"))
     });
     for (path, text) in relevant {
         h.update((path.len() as u64).to_le_bytes());
@@ -280,6 +282,15 @@ mod tests {
             .expect("valid")
             .hash;
         assert_ne!(base, changed);
+        // A new or edited answer set changes neither the hash nor what a run matches.
+        let answered =
+            parse_suite("demo", &files(&[("answers/set/alpha.md", "x = 1")])).expect("valid");
+        assert_eq!(answered.hash, base);
+        assert_ne!(answered.hash_with_answers, base);
+        assert!(
+            answered.is_recorded_as(&base) && answered.is_recorded_as(&answered.hash_with_answers)
+        );
+        assert!(!answered.is_recorded_as(&changed));
     }
 
     #[test]

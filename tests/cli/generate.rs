@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{FakeServer, Project, Reply, TEST_KEY, text};
+use crate::common::{FakeServer, Project, Reply, TEST_KEY, files_config, text};
 
 /// A config with one OpenAI-compatible provider at `url` and two priced models.
 fn config(url: &str, extra_provider: &str) -> String {
@@ -538,4 +538,38 @@ fn changing_only_the_judge_token_cap_does_not_block_a_generate_resume() {
     );
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// Answer sets are model outputs, not part of the suite: adding one (and its model) to a run
+/// that has begun is adding a model, which resumes; editing tasks is a new suite.
+#[test]
+fn a_new_answer_set_joins_an_existing_run() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    for set in ["a", "b"] {
+        for task in ["t01", "t02"] {
+            p.write(&format!("suites/demo/answers/{set}/{task}.md"), "an answer");
+        }
+    }
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    for task in ["t01", "t02"] {
+        p.write(
+            &format!("suites/demo/answers/c/{task}.md"),
+            "another answer",
+        );
+    }
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
+    );
+    let out = p.run(&["generate", "--run", "r", "--model", "c"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 6);
+    p.write("suites/demo/tasks/t01/prompt.md", "A changed task.");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("has changed since run `r` started"),
+        "{}",
+        text(&out)
+    );
 }
