@@ -363,6 +363,19 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
+    if let Some((i, j)) = judges
+        .iter()
+        .enumerate()
+        .find(|(_, j)| models.iter().any(|m| m.id == j.id))
+    {
+        return Err(err(
+            &format!("judges[{i}].id"),
+            format!(
+                "`{}` is also a model's id, and leaderboards name their judge by id; give the judge its own id",
+                j.id
+            ),
+        ));
+    }
     if run.temperature > 1.0
         && let Some(m) = models
             .iter()

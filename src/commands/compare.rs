@@ -325,7 +325,7 @@ pub(crate) fn refuse_own_family(judges: &[Judge], models: &[ModelConfig]) -> any
         let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
         if let Some(model) = family_conflict(judge.family(), fams) {
             return Err(JudgeError::usage(format!(
-                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (DESIGN rule 6): pick a judge from another family",
+                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (it favours them): pick a judge from another family (`family` in judge.toml)",
                 judge.id(),
                 judge.family()
             ))

@@ -57,6 +57,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let config = load_config(&cli.config)?;
     let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
     let models = select_models(&config, &args.models)?;
+    refuse_missing_answer_sets(&config, &suite, &models)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     let now = UtcDateTime::from_system(SystemTime::now());
     let run_name = match &args.run {
@@ -161,6 +162,37 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         eprintln!("run `{name}` removed: nothing was generated");
     }
     finished.map(|outcome| (outcome, name))
+}
+
+/// A `files` model names an answer set (`model`); one the suite does not have is a typo in
+/// judge.toml, refused before anything is written rather than a run of `missing_answer`s.
+fn refuse_missing_answer_sets(
+    config: &Config,
+    suite: &crate::suite::Suite,
+    models: &[ModelConfig],
+) -> Result<(), JudgeError> {
+    for m in models {
+        if config.provider_of(m).kind != crate::config::ProviderKind::Files
+            || suite.answers.contains_key(&m.model)
+        {
+            continue;
+        }
+        let sets: Vec<&str> = suite.answers.keys().map(String::as_str).collect();
+        return Err(JudgeError::usage(format!(
+            "model `{}` replays answer set `{}`, which suite `{}` does not have (suites/{}/answers/: {}); fix its `model` in {}",
+            m.id,
+            m.model,
+            suite.name,
+            suite.name,
+            if sets.is_empty() {
+                "none".to_string()
+            } else {
+                sets.join(", ")
+            },
+            config.path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The (task, model, status) of an output record; the rest of a line is not read.

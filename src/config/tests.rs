@@ -189,6 +189,18 @@ fn a_judge_named_like_the_execution_judge_is_refused() {
 }
 
 #[test]
+fn a_judge_with_a_models_id_is_refused() {
+    let text = format!(
+        "{GOOD}\n[[judges]]\nid = \"gpt\"\nprovider = \"oa\"\nmodel = \"m\"\nfamily = \"x\"\n"
+    );
+    let e = error_of(&text);
+    assert!(
+        e.contains("judges[0].id") && e.contains("also a model's id"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_provider_kind_lists_every_kind() {
     let e = error_of(&GOOD.replace("kind = \"openai\"", "kind = \"gemeni\""));
     assert!(e.contains("openai, anthropic, gemini, files"), "{e}");

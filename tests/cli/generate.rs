@@ -564,6 +564,23 @@ fn a_new_answer_set_joins_an_existing_run() {
     let out = p.run(&["generate", "--run", "r", "--model", "c"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 6);
+    // A `files` model replaying an answer set the suite does not have: a typo, refused.
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("d", "nosuch", "h")]),
+    );
+    let out = p.run(&["generate", "--run", "typo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("model `d` replays answer set `nosuch`, which suite `demo` does not have (suites/demo/answers/: a, b, c)"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/typo").exists());
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
+    );
     p.write("suites/demo/tasks/t01/prompt.md", "A changed task.");
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
