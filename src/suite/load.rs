@@ -33,6 +33,28 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
         .into());
     }
     let files = read_suite_files(&dir)?;
+    // A task folder holding no file at all is absent from `files`: refused as one without
+    // prompt.md, not skipped (or blamed on the answers written for it).
+    if let Ok(entries) = std::fs::read_dir(dir.join("tasks")) {
+        let mut empty: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|id| !id.starts_with('.') && id != "__pycache__")
+            .filter(|id| {
+                let inside = format!("tasks/{id}/");
+                !files.keys().any(|p| p.starts_with(&inside))
+            })
+            .collect();
+        empty.sort();
+        if let Some(task) = empty.into_iter().next() {
+            let e = super::parse::SuiteError::MissingPrompt {
+                suite: name.to_string(),
+                task,
+            };
+            return Err(JudgeError::usage(e.to_string()).into());
+        }
+    }
     parse_suite(name, &files).map_err(|e| JudgeError::usage(e.to_string()).into())
 }
 
@@ -74,4 +96,35 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) -> anyhow:
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task folder with nothing in it is refused as a task without prompt.md, like one that
+    /// holds only a check.py, instead of being skipped.
+    #[test]
+    fn an_empty_task_folder_is_refused() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("demo");
+        std::fs::create_dir_all(dir.join("tasks/alpha")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("tasks/beta")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("tasks/.hidden")).expect("mkdir");
+        std::fs::write(
+            dir.join("suite.toml"),
+            "name = \"demo\"\nversion = \"1\"\ncontext = \"c\"\ncriteria = \"k\"\n",
+        )
+        .expect("write");
+        std::fs::write(dir.join("tasks/alpha/prompt.md"), "Do alpha.").expect("write");
+        let e = load_suite(root.path(), "demo")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("tasks/beta/ has no prompt.md; add it or remove the folder"),
+            "{e}"
+        );
+        std::fs::remove_dir(dir.join("tasks/beta")).expect("rmdir");
+        load_suite(root.path(), "demo").expect("the suite loads once it is gone");
+    }
 }
