@@ -275,6 +275,12 @@ fn finish(
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
     eprint!("{}", tally.render(&ctx.models));
+    if let Some(line) = tally.failure_line() {
+        eprintln!(
+            "{} (each record's `error` in {OUTPUTS_FILE} says more)",
+            crate::report::printable(&line)
+        );
+    }
     eprintln!(
         "run `{}`: {done} outputs ({failed} failed) in {}; this invocation: {} items, {} from cache, {} requests, {} spent",
         run_dir.name(),

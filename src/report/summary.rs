@@ -27,6 +27,8 @@ struct Row {
 #[derive(Debug, Default)]
 pub struct GenerationTally {
     rows: BTreeMap<String, Row>,
+    /// Failed records per model and `error.class`.
+    failures: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl GenerationTally {
@@ -35,7 +37,21 @@ impl GenerationTally {
         let row = self.rows.entry(r.model.clone()).or_default();
         match r.status {
             Status::Ok => row.ok += 1,
-            Status::Failed => row.failed += 1,
+            Status::Failed => {
+                row.failed += 1;
+                let class = r
+                    .error
+                    .as_ref()
+                    .and_then(|e| serde_json::to_value(e.class).ok())
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "unknown".into());
+                *self
+                    .failures
+                    .entry(r.model.clone())
+                    .or_default()
+                    .entry(class)
+                    .or_default() += 1;
+            }
         }
         row.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
         row.cached += u64::from(r.from_cache);
@@ -48,6 +64,24 @@ impl GenerationTally {
         }
         row.cost_usd += r.cost_usd.unwrap_or(0.0);
         row.uncosted += u64::from(r.cost_unknown());
+    }
+
+    /// Why items failed, per model and error class, as one line (`None` when none did):
+    /// `failed: b 2 server_error, 1 timeout; c 1 missing_answer`.
+    pub fn failure_line(&self) -> Option<String> {
+        if self.failures.is_empty() {
+            return None;
+        }
+        let per_model: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(model, classes)| {
+                let classes: Vec<String> =
+                    classes.iter().map(|(c, n)| format!("{n} {c}")).collect();
+                format!("{model} {}", classes.join(", "))
+            })
+            .collect();
+        Some(format!("failed: {}", per_model.join("; ")))
     }
 
     /// Records of `model` (ok + failed).
@@ -354,6 +388,35 @@ mod tests {
             "{s}"
         );
         assert!(lines[2].contains("  1  "), "{s}");
+    }
+
+    #[test]
+    fn failures_are_summed_by_model_and_class() {
+        use crate::provider::ErrorClass;
+        use crate::records::RecordedError;
+        let failed = |model: &str, class: ErrorClass| OutputRecord {
+            error: Some(RecordedError {
+                class,
+                message: "m".into(),
+                http_status: None,
+            }),
+            ..record(model, Status::Failed, None)
+        };
+        let mut tally = GenerationTally::default();
+        assert_eq!(tally.failure_line(), None);
+        for r in [
+            failed("b", ErrorClass::ServerError),
+            record("a", Status::Ok, None),
+            failed("b", ErrorClass::Timeout),
+            failed("c", ErrorClass::MissingAnswer),
+            failed("b", ErrorClass::ServerError),
+        ] {
+            tally.add(&r);
+        }
+        assert_eq!(
+            tally.failure_line().as_deref(),
+            Some("failed: b 2 server_error, 1 timeout; c 1 missing_answer")
+        );
     }
 
     #[test]
