@@ -115,10 +115,16 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
         .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-    match line {
+    let mut message = match line {
         Some(l) => format!("line {l}: {}", e.message().trim()),
         None => e.message().trim().to_string(),
+    };
+    if e.message().starts_with("missing field") {
+        message.push_str(
+            "; add it (suite.toml takes name, version, criteria and an optional context)",
+        );
     }
+    message
 }
 
 /// Task id → (prompt, check) as found, and answer set → task → text.
@@ -298,6 +304,16 @@ mod tests {
         let mut f = files(&[]);
         f.remove("suite.toml");
         assert!(matches!(refused(&f), SuiteError::MissingSuiteToml { .. }));
+    }
+
+    #[test]
+    fn missing_key_in_suite_toml_says_what_to_add() {
+        let f = files(&[("suite.toml", "name=\"demo\"\ncriteria=\"c\"\n")]);
+        let e = refused(&f).to_string();
+        assert!(
+            e.contains("missing field `version`; add it (suite.toml takes name, version"),
+            "{e}"
+        );
     }
 
     #[test]
