@@ -365,29 +365,35 @@ fn from_run(
     };
     run_dir.create_and_lock()?;
     let exec_judged = header.judge.as_deref() == Some(EXEC_JUDGE) && !args.from_labels;
+    let mut warnings = Vec::new();
+    if exec_judged {
+        warnings.extend(crate::commands::compare::exec_coverage_note(&suite));
+    }
+    if let Some(rate) = header.order_flip_rate.filter(|&r| r > MUCH_FLIPPING) {
+        warnings.push(format!(
+            "the judge gave opposite verdicts for the two orderings in {:.0}% of comparisons (each recorded as a tie): its verdicts follow the answers' order more than the answers, which pulls every rating together; try another judge or prompt",
+            rate * 100.0
+        ));
+    }
     Ok((
         RankInput {
             models,
             rows,
             costs,
             header,
-            warnings: if exec_judged {
-                crate::commands::compare::exec_coverage_note(&suite)
-                    .into_iter()
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            warnings,
         },
         run_dir,
         prompt,
     ))
 }
 
+/// An order-flip rate above which the leaderboard warns that position, not content, decides.
+const MUCH_FLIPPING: f64 = 0.5;
+
 /// The judge name human labels are ranked under.
 pub const HUMAN_JUDGE: &str = "human-labels";
 
-/// Every person's effective labels as comparisons (one per labeller and item; skips left out).
 /// Every labeller's effective labels as comparisons, and how many items more than one
 /// labeller labelled.
 fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRecord>, usize)> {

@@ -165,6 +165,16 @@ fn position_bias_becomes_flipped_ties() {
         stderr.contains("1.000"),
         "flip rate 1.0 in the summary: {stderr}"
     );
+    // The leaderboard says what such a rate means.
+    let out = p.run(&["rank", "--run", "r", "--format", "json"]);
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        board["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("opposite verdicts for the two orderings in 100%")),
+        "{board}"
+    );
 }
 
 #[test]
