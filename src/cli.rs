@@ -191,6 +191,11 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
 
+    /// Report every task's result per model (pass, fail, error, timeout, no_code) instead of
+    /// per-model totals: for writing and checking a suite's hidden tests.
+    #[arg(long)]
+    pub by_task: bool,
+
     /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

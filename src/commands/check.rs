@@ -21,7 +21,7 @@ use crate::error::{JudgeError, Outcome};
 use crate::extract::extract_code;
 use crate::judging::exec_outcome;
 use crate::records::{OutputRecord, Status, Winner};
-use crate::report::checks::{CheckRow, render_check_report};
+use crate::report::checks::{CheckRow, render_check_report, render_task_matrix};
 use crate::report::progress::Progress;
 use crate::sandbox::{
     CheckResult, SandboxMode, SandboxPolicy, default_parallelism, probe, run_check,
@@ -139,8 +139,11 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     record_policy(&mut manifest, &policy);
     write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
-    let rows = check_rows(&models, &records)?;
-    let bytes = render_check_report(&rows, args.format);
+    let bytes = if args.by_task {
+        render_task_matrix(&models, &task_rows(&suite, &models, &records), args.format)
+    } else {
+        render_check_report(&check_rows(&models, &records)?, args.format)
+    };
     crate::report::write_stdout_or_file(&bytes, args.output.as_deref())?;
     let errors = records
         .iter()
@@ -461,6 +464,37 @@ fn check_one(
     record.stderr_tail = c.stderr_tail;
     record.sandbox = c.sandbox;
     Ok(Some(record))
+}
+
+/// Per task with a check (suite order), each model's result (`pass`, `fail`, …; empty when
+/// not checked), in `models` order.
+fn task_rows(
+    suite: &Suite,
+    models: &[String],
+    records: &[CheckRecord],
+) -> Vec<(String, Vec<String>)> {
+    let result: BTreeMap<(&str, &str), CheckOutcome> = records
+        .iter()
+        .map(|r| ((r.task.as_str(), r.model.as_str()), r.result))
+        .collect();
+    suite
+        .tasks
+        .iter()
+        .filter(|t| t.check.is_some())
+        .map(|t| {
+            let cells = models
+                .iter()
+                .map(|m| {
+                    result
+                        .get(&(t.id.as_str(), m.as_str()))
+                        .and_then(|o| serde_json::to_value(o).ok())
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                })
+                .collect();
+            (t.id.clone(), cells)
+        })
+        .collect()
 }
 
 /// Per-model pass counts with 95% Wilson intervals, in manifest model order.

@@ -115,9 +115,107 @@ pub fn render_check_report(rows: &[CheckRow], format: Format) -> Vec<u8> {
     }
 }
 
+/// Renders every task's result per model: `rows` are (task, one result per model of
+/// `models`, empty when the task has no record for it), in task order.
+pub fn render_task_matrix(
+    models: &[String],
+    rows: &[(String, Vec<String>)],
+    format: Format,
+) -> Vec<u8> {
+    let header: Vec<&str> = std::iter::once("task")
+        .chain(models.iter().map(String::as_str))
+        .collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(task, results)| {
+            std::iter::once(task.clone())
+                .chain(results.iter().cloned())
+                .collect()
+        })
+        .collect();
+    match format {
+        Format::Table => {
+            let shown: Vec<Vec<String>> = body
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|c| if c.is_empty() { "-".into() } else { c.clone() })
+                        .collect()
+                })
+                .collect();
+            let mut t = vec![header.iter().map(|h| (*h).to_string()).collect::<Vec<_>>()];
+            t.extend(shown);
+            render_table(&t).into_bytes()
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(&header)
+                .expect("writing to memory cannot fail");
+            for r in &body {
+                w.write_record(r).expect("writing to memory cannot fail");
+            }
+            w.into_inner().expect("writing to memory cannot fail")
+        }
+        Format::Json => {
+            let tasks: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|(task, results)| {
+                    let by_model: serde_json::Map<String, serde_json::Value> = models
+                        .iter()
+                        .zip(results)
+                        .filter(|(_, r)| !r.is_empty())
+                        .map(|(m, r)| (m.clone(), serde_json::Value::from(r.as_str())))
+                        .collect();
+                    serde_json::json!({"task": task, "results": by_model})
+                })
+                .collect();
+            let doc = serde_json::json!({"schema_version": SCHEMA_VERSION, "tasks": tasks});
+            let mut out = serde_json::to_vec_pretty(&doc).expect("rows always serialise");
+            out.push(b'\n');
+            out
+        }
+        Format::Md => render_markdown(&header, &body).into_bytes(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_task_matrix_renders_in_every_format() {
+        let models = vec!["a".to_string(), "b".to_string()];
+        let rows = vec![
+            (
+                "t1".to_string(),
+                vec!["pass".to_string(), "fail".to_string()],
+            ),
+            ("t2".to_string(), vec!["no_code".to_string(), String::new()]),
+        ];
+        let table = String::from_utf8(render_task_matrix(&models, &rows, Format::Table)).unwrap();
+        let lines: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                vec!["task", "a", "b"],
+                vec!["t1", "pass", "fail"],
+                vec!["t2", "no_code", "-"]
+            ]
+        );
+        let csv = String::from_utf8(render_task_matrix(&models, &rows, Format::Csv)).unwrap();
+        assert_eq!(csv, "task,a,b\nt1,pass,fail\nt2,no_code,\n");
+        let json: serde_json::Value =
+            serde_json::from_slice(&render_task_matrix(&models, &rows, Format::Json)).unwrap();
+        assert_eq!(
+            json["tasks"][1],
+            serde_json::json!({"task": "t2", "results": {"a": "no_code"}})
+        );
+        let md = String::from_utf8(render_task_matrix(&models, &rows, Format::Md)).unwrap();
+        assert!(md.starts_with("| task | a | b |"), "{md}");
+    }
 
     fn row() -> CheckRow {
         CheckRow {

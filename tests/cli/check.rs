@@ -442,6 +442,14 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
         "{board}"
     );
 
+    // Per task, for whoever writes the checks.
+    let out = p.run(&["check", "--run", "r", "--by-task"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows, [["task", "a", "b"], ["t01", "pass", "fail"]]);
     // The exec judge, which runs the checks it needs itself, names a check that does not
     // compile as `judge check` does.
     p.write(
