@@ -416,7 +416,9 @@ fn check_one(
         // 4: the finish marker counts wherever it is in stderr (a daemon thread may write
         // after it), a check.py with a BOM or CRLF runs, one that does not compile is `error`,
         // the check may set sys.excepthook.
-        "runner": 4,
+        // 5: the check may end itself with SystemExit(0) (unittest.main(), sys.exit(0)); a
+        // coding cookie is honoured; a forked child cannot finish for the check.
+        "runner": 5,
         "check_sha256": record.check_sha256,
         "code_sha256": record.code_sha256,
         "sandbox": record.sandbox,
