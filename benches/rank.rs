@@ -8,7 +8,8 @@
 //! the command's own total (reading to writing, `--timings`) over its own read+parse
 //! ("total÷rp", the same process, so process start and exit are in neither), and the whole
 //! command's time over each of the three parse times (see [`ROUNDS`]). Last, the peak memory
-//! of one run at 1000 and one at 10,000 resamples on the largest file.
+//! of one run at 1000 and one at 10,000 resamples on the largest file, and of the task unit on
+//! 1M battles whose `question_id`s are all distinct.
 //! Run with `cargo bench --bench rank`.
 
 use std::io::Write;
@@ -20,8 +21,8 @@ use judge::battles::parse_battles;
 use judge::stats::BootstrapUnit;
 
 /// Writes `rows` battles among `models` models with spread strengths, ~10% ties and ~3% both
-/// bad, deterministic.
-fn write_battles(path: &Path, rows: usize, models: usize) {
+/// bad, on `tasks` questions in turn, deterministic.
+fn write_battles(path: &Path, rows: usize, models: usize, tasks: usize) {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
         state ^= state << 13;
@@ -50,7 +51,7 @@ fn write_battles(path: &Path, rows: usize, models: usize) {
         } else {
             "model_b"
         };
-        writeln!(out, r#"{{"model_a":"model-{a:03}","model_b":"model-{b:03}","winner":"{winner}","question_id":"q{}","judge":"synthetic"}}"#, r % 500)
+        writeln!(out, r#"{{"model_a":"model-{a:03}","model_b":"model-{b:03}","winner":"{winner}","question_id":"q{}","judge":"synthetic"}}"#, r % tasks)
             .expect("write battle");
     }
 }
@@ -166,7 +167,7 @@ fn main() {
     ];
     for (rows, models) in sizes {
         let path = dir.join(format!("battles-{rows}-{models}.jsonl"));
-        write_battles(&path, rows, models);
+        write_battles(&path, rows, models, 500);
         for (unit_name, unit) in units {
             bench_size(exe, &dir, &path, (rows, models), (unit_name, unit));
         }
@@ -177,19 +178,28 @@ fn main() {
     let peaks: Vec<String> = [1_000, 10_000]
         .iter()
         .map(|&n| {
-            let kb = peak_kb(exe, &path, n, &dir.join("out.json"));
+            let kb = peak_kb(exe, &path, "comparison", n, &dir.join("out.json"));
             format!("{n} resamples {:.1} MB", kb as f64 / 1024.0)
         })
         .collect();
     println!("peak memory at {rows} × {models}: {}", peaks.join(", "));
+    // The task unit on Chatbot Arena's shape: every battle its own question.
+    let path = dir.join(format!("battles-{rows}-{models}-distinct.jsonl"));
+    write_battles(&path, rows, models, rows);
+    let kb = peak_kb(exe, &path, "task", 1_000, &dir.join("out.json"));
+    println!(
+        "peak memory at {rows} × {models}, task unit, every question_id distinct: {:.1} MB",
+        kb as f64 / 1024.0
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Peak memory of one `judge rank` run with `resamples` resamples, in KiB.
-fn peak_kb(exe: &str, path: &Path, resamples: usize, out: &Path) -> u64 {
+fn peak_kb(exe: &str, path: &Path, unit: &str, resamples: usize, out: &Path) -> u64 {
     let result = Command::new("/usr/bin/time")
         .args(["-f", "%M", exe, "rank", "--comparisons"])
         .arg(path)
+        .args(["--bootstrap-unit", unit])
         .args(["--resamples", &resamples.to_string(), "--output"])
         .arg(out)
         .output()

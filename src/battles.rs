@@ -1,7 +1,8 @@
 //! Reading battle files in the Chatbot Arena convention (JSON Lines with `model_a`, `model_b`,
 //! `winner` and optionally `question_id`; other fields ignored) into compact rows, fast: the
-//! input is read in blocks that all cores parse while the next block is read, then merged in
-//! file order. Memory holds the rows (16 bytes each) and a few blocks, never the file.
+//! input is read in blocks that all cores parse while the next block is read, each merged in
+//! file order as soon as it is parsed. Memory holds the rows (16 bytes each), the task labels'
+//! keys (24 bytes or fewer each) and a few blocks, never the file.
 //!
 //! Each line first goes through a small scanner that handles the common shape (a flat object
 //! whose four fields are plain strings without escapes; other fields' values are skipped by
@@ -323,9 +324,11 @@ pub fn parse_battles_judged(
     let rx = Mutex::new(rx);
     // Parsed blocks go back to the reader to be filled again.
     let (back_tx, back_rx) = channel::<Vec<u8>>();
-    let done: Mutex<Vec<(usize, Chunk)>> = Mutex::new(Vec::new());
+    // Blocks are merged in file order as soon as they are parsed, so a parsed block's rows
+    // and labels are freed as it is merged, not held until the whole file is read.
+    let merger = Mutex::new(Merger::default());
     let read_result = std::thread::scope(|s| {
-        let (rx, done) = (&rx, &done);
+        let (rx, merger) = (&rx, &merger);
         for _ in 0..threads {
             let back_tx = back_tx.clone();
             s.spawn(move || {
@@ -333,9 +336,9 @@ pub fn parse_battles_judged(
                     let next = rx.lock().expect("receiver lock").recv();
                     let Ok((index, block)) = next else { break };
                     let chunk = parse_block(&block, unit);
-                    done.lock().expect("results lock").push((index, chunk));
                     // The reader may be gone (it stops at the first error): then drop it.
                     let _ = back_tx.send(block);
+                    merger.lock().expect("merger lock").add(index, chunk);
                 }
             });
         }
@@ -348,9 +351,7 @@ pub fn parse_battles_judged(
         sent
     });
     read_result?;
-    let mut chunks = done.into_inner().expect("results lock");
-    chunks.sort_by_key(|(i, _)| *i);
-    merge(chunks.into_iter().map(|(_, c)| c))
+    merger.into_inner().expect("merger lock").finish()
 }
 
 /// Reads `reader` in blocks of about [`BLOCK_BYTES`] that end at a newline (or at the end of
@@ -789,6 +790,53 @@ impl<'a> TaskTable<'a> {
     }
 }
 
+/// Numbers [`label_key`]s in order of first appearance, at 16 bytes per key plus 8 or fewer
+/// of table: a million distinct question ids take 24 MB or less, where a map of
+/// `(u128, u32)` slots takes 64 MB (96 MB while it grows). Open addressing on the key's own
+/// low bits (a SHA-256 prefix, uniform already), linear probing, at most half full.
+#[derive(Default)]
+struct KeyNumbers {
+    keys: Vec<u128>,
+    /// `number + 1` of the key in the slot, 0 for empty; its length is a power of two.
+    slots: Vec<u32>,
+}
+
+impl KeyNumbers {
+    /// The number of `key`: the one it was given before, or the next.
+    fn number(&mut self, key: u128) -> u32 {
+        if 2 * (self.keys.len() + 1) > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = key as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => {
+                    self.keys.push(key);
+                    let number = u32::try_from(self.keys.len()).expect("fewer than 2^32 tasks");
+                    self.slots[at] = number;
+                    return number - 1;
+                }
+                n if self.keys[n as usize - 1] == key => return n - 1,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(64);
+        self.slots = vec![0; size];
+        let mask = size - 1;
+        for (i, &key) in self.keys.iter().enumerate() {
+            let mut at = key as usize & mask;
+            while self.slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = i as u32 + 1;
+        }
+    }
+}
+
 fn add_row<'a>(
     chunk: &mut Chunk,
     models: &mut FastMap<&'a [u8], u32>,
@@ -846,40 +894,57 @@ fn add_owned(
     Ok(())
 }
 
-/// Joins the blocks in file order, mapping block-local ids to global ones, with the one judge
-/// named by judge's own rows; the first error in file order wins.
-fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<Judged, BattlesError> {
-    let mut models: Vec<String> = Vec::new();
-    let mut model_ids: HashMap<String, u32> = HashMap::new();
-    let mut task_ids: FastMap<u128, u32> = FastMap::default();
-    let mut rows = Vec::new();
-    let mut lines_before = 0;
-    let mut judges: Vec<String> = Vec::new();
-    for chunk in chunks {
+/// Joins parsed blocks in file order (they may arrive in any order), mapping block-local ids
+/// to global ones, with the one judge named by judge's own rows; the first error in file order
+/// wins.
+#[derive(Default)]
+struct Merger {
+    models: Vec<String>,
+    model_ids: HashMap<String, u32>,
+    task_ids: KeyNumbers,
+    rows: Vec<Row>,
+    lines_before: usize,
+    judges: Vec<String>,
+    /// The index of the block to join next, and blocks parsed ahead of it.
+    next: usize,
+    waiting: Vec<(usize, Chunk)>,
+    error: Option<BattlesError>,
+}
+
+impl Merger {
+    fn add(&mut self, index: usize, chunk: Chunk) {
+        self.waiting.push((index, chunk));
+        while let Some(at) = self.waiting.iter().position(|(i, _)| *i == self.next) {
+            let (_, chunk) = self.waiting.swap_remove(at);
+            self.next += 1;
+            if self.error.is_none() {
+                self.join(chunk);
+            }
+        }
+    }
+
+    fn join(&mut self, chunk: Chunk) {
         for j in &chunk.own_judges {
-            if !judges.contains(j) {
-                judges.push(j.clone());
+            if !self.judges.contains(j) {
+                self.judges.push(j.clone());
             }
         }
         let model_map: Vec<u32> = chunk
             .models
             .into_iter()
             .map(|name| {
-                *model_ids.entry(name.clone()).or_insert_with(|| {
-                    models.push(name);
-                    models.len() as u32 - 1
+                *self.model_ids.entry(name.clone()).or_insert_with(|| {
+                    self.models.push(name);
+                    self.models.len() as u32 - 1
                 })
             })
             .collect();
         let task_map: Vec<u32> = chunk
             .tasks
             .into_iter()
-            .map(|key| {
-                let next = task_ids.len() as u32;
-                *task_ids.entry(key).or_insert(next)
-            })
+            .map(|key| self.task_ids.number(key))
             .collect();
-        rows.extend(chunk.rows.iter().map(|r| Row {
+        self.rows.extend(chunk.rows.iter().map(|r| Row {
             a: model_map[r.a as usize],
             b: model_map[r.b as usize],
             outcome: r.outcome,
@@ -891,20 +956,27 @@ fn merge(chunks: impl Iterator<Item = Chunk>) -> Result<Judged, BattlesError> {
         }));
         match chunk.error {
             Some(BattlesError::Line { line, message }) => {
-                return Err(BattlesError::Line {
-                    line: lines_before + line,
+                self.error = Some(BattlesError::Line {
+                    line: self.lines_before + line,
                     message,
                 });
             }
-            Some(e) => return Err(e),
-            None => lines_before += chunk.lines,
+            Some(e) => self.error = Some(e),
+            None => self.lines_before += chunk.lines,
         }
     }
-    if judges.len() > 1 {
-        judges.sort();
-        return Err(BattlesError::SeveralJudges(judges));
+
+    fn finish(mut self) -> Result<Judged, BattlesError> {
+        debug_assert!(self.waiting.is_empty(), "every parsed block is joined");
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.judges.len() > 1 {
+            self.judges.sort();
+            return Err(BattlesError::SeveralJudges(self.judges));
+        }
+        Ok((self.models, self.rows, self.judges.pop()))
     }
-    Ok((models, rows, judges.pop()))
 }
 
 #[cfg(test)]

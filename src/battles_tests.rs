@@ -130,6 +130,8 @@ fn many_blocks_match_one_pass() {
         let b = if a == b { (b + 1) % 37 } else { b };
         assert_eq!(models[r.a as usize], format!("m{a}"));
         assert_eq!(models[r.b as usize], format!("m{b}"));
+        // Tasks are numbered in order of first appearance: q0, q1, … q100.
+        assert_eq!(r.task, i % 101);
     }
     let mut bad = text.clone();
     bad.push_str("{\"model_a\":\"m1\",\"model_b\":\"m2\",\"winner\":\"nobody\"}\n");
@@ -399,4 +401,62 @@ fn several_judges_in_judges_own_format_are_refused() {
         .map(|k| format!("{{\"question_id\":\"q{k}\",\"judge\":\"arena_user_{k}\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}}\n"))
         .collect();
     parse(&arena, BootstrapUnit::Task).expect("voters are not judges");
+}
+
+#[test]
+fn key_numbers_count_keys_in_order_of_first_appearance() {
+    let mut numbers = KeyNumbers::default();
+    let mut reference: HashMap<u128, u32> = HashMap::new();
+    // Keys sharing their low bits probe past each other; enough keys to grow several times.
+    let key = |i: u128| (i % 5_000) << 64 | (i % 7);
+    for i in 0..40_000u128 {
+        let next = reference.len() as u32;
+        let expected = *reference.entry(key(i * 7_919 % 12_000)).or_insert(next);
+        assert_eq!(numbers.number(key(i * 7_919 % 12_000)), expected, "key {i}");
+    }
+    assert_eq!(numbers.keys.len(), reference.len());
+    assert!(2 * numbers.keys.len() <= numbers.slots.len());
+}
+
+#[test]
+fn blocks_are_joined_in_file_order_whatever_order_they_arrive_in() {
+    let line = |i: usize, winner: &str| {
+        format!(
+            "{{\"model_a\":\"m{}\",\"model_b\":\"m{}\",\"winner\":\"{winner}\",\"question_id\":\"q{}\"}}\n",
+            i % 5,
+            i % 5 + 1,
+            (i * 3) % 11
+        )
+    };
+    let blocks: Vec<String> = (0..6)
+        .map(|b| (0..4).map(|l| line(b * 4 + l, "model_a")).collect())
+        .collect();
+    let joined = |order: &[usize], blocks: &[String]| {
+        let mut merger = Merger::default();
+        for &i in order {
+            merger.add(i, parse_block(blocks[i].as_bytes(), BootstrapUnit::Task));
+        }
+        merger.finish()
+    };
+    let (models, rows, _) = joined(&[0, 1, 2, 3, 4, 5], &blocks).expect("valid");
+    for order in [[5, 4, 3, 2, 1, 0], [2, 0, 5, 1, 4, 3]] {
+        let (m, r, _) = joined(&order, &blocks).expect("valid");
+        assert_eq!(m, models);
+        assert_eq!(r, rows, "order {order:?}");
+    }
+    let text: String = blocks.concat();
+    assert_eq!(
+        parse(&text, BootstrapUnit::Task).expect("valid"),
+        (models, rows)
+    );
+    // Errors in blocks 1 and 3: the one earlier in the file is reported, with its line
+    // counted from the file's start, even when block 3 is parsed first.
+    let mut bad = blocks.clone();
+    bad[1] = format!("{}{}", line(4, "model_a"), line(5, "nobody"));
+    bad[3] = line(12, "nobody either");
+    let e = joined(&[3, 5, 1, 0, 4, 2], &bad).expect_err("bad winners");
+    assert!(
+        e.to_string().starts_with("line 6: unknown winner `nobody`"),
+        "{e}"
+    );
 }
