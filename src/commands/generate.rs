@@ -68,30 +68,27 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         )?,
     };
     let mut run_dir = RunDir::at(&config.runs_dir(), &run_name)?;
-    let suite_info = SuiteInfo {
-        name: suite.name.clone(),
-        version: suite.version.clone(),
-        hash: suite.hash.clone(),
-    };
     let mut manifest = if run_dir.exists() {
-        let old = read_manifest(&run_dir)?;
+        let mut old = read_manifest(&run_dir)?;
         let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
-        if let Some(conflict) = resume_conflict(
-            &old,
-            &suite_info,
-            &suite.hash_with_answers,
-            &config.run,
-            &models,
-            &providers,
-        ) {
+        if let Some(conflict) = resume_conflict(&old, &suite, &config.run, &models, &providers) {
             return Err(JudgeError::usage(format!(
                 "cannot resume run `{run_name}`: {conflict}; start a new run (another --run name)"
             ))
             .into());
         }
+        // A run made before file digests were recorded gets them when its suite is the same.
+        if old.suite.files.is_empty() && old.suite.hash == suite.hash {
+            old.suite.files = suite.file_digests.clone();
+        }
         old
     } else {
-        Manifest::new(&run_name, &now.rfc3339(), suite_info, config.run.clone())
+        Manifest::new(
+            &run_name,
+            &now.rfc3339(),
+            SuiteInfo::of(&suite),
+            config.run.clone(),
+        )
     };
 
     run_dir.create_and_lock()?;

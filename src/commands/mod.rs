@@ -70,8 +70,11 @@ fn load_run_locked(
     let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
     let suite = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)?;
     if !suite.is_recorded_as(&manifest.suite.hash) {
+        let what = suite
+            .changes_since(&manifest.suite.files)
+            .map_or_else(String::new, |c| format!(" ({c})"));
         return Err(JudgeError::usage(format!(
-            "suite `{}` has changed since run `{run}` was generated; use the unchanged suite or generate a new run",
+            "suite `{}` has changed since run `{run}` was generated{what}; use the unchanged suite or generate a new run",
             suite.name
         ))
         .into());

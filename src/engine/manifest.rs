@@ -17,6 +17,22 @@ pub struct SuiteInfo {
     /// SHA-256 over suite.toml and tasks/ (runs recorded before answer sets were left out
     /// of it hold the hash over answers/ too: see [`crate::suite::Suite::hash_with_answers`]).
     pub hash: String,
+    /// Each file's short digest ([`crate::suite::Suite::file_digests`]), so that a changed
+    /// suite names the files that changed; empty in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+impl SuiteInfo {
+    /// The suite as a run records it.
+    pub fn of(suite: &crate::suite::Suite) -> SuiteInfo {
+        SuiteInfo {
+            name: suite.name.clone(),
+            version: suite.version.clone(),
+            hash: suite.hash.clone(),
+            files: suite.file_digests.clone(),
+        }
+    }
 }
 
 /// The manifest. Sections written by later commands (compare, check, rank) live in `extra`.
@@ -68,15 +84,17 @@ impl Manifest {
 /// Why a run cannot be resumed with the current config, as one line, or `None` if it can.
 pub fn resume_conflict(
     old: &Manifest,
-    suite: &SuiteInfo,
-    legacy_hash: &str,
+    suite: &crate::suite::Suite,
     settings: &RunSettings,
     models: &[ModelConfig],
     providers: &[&ProviderConfig],
 ) -> Option<String> {
-    if old.suite != *suite && old.suite.hash != legacy_hash {
+    if !suite.is_recorded_as(&old.suite.hash) {
+        let what = suite
+            .changes_since(&old.suite.files)
+            .map_or_else(String::new, |c| format!("{c}; "));
         return Some(format!(
-            "suite `{}` has changed since run `{}` started (hash {} → {})",
+            "suite `{}` has changed since run `{}` started ({what}hash {} → {})",
             suite.name,
             old.run,
             &old.suite.hash[..12.min(old.suite.hash.len())],

@@ -41,12 +41,49 @@ pub struct Suite {
     /// The hash as runs recorded it before answer sets were left out of it (over answers/
     /// too), which such runs still match.
     pub hash_with_answers: String,
+    /// A short digest (the first 16 hex digits of its SHA-256) of each file [`Suite::hash`]
+    /// covers, by path: recorded with a run so that a changed suite can name what changed.
+    pub file_digests: BTreeMap<String, String>,
 }
 
 impl Suite {
     /// Whether `recorded` (a run manifest's suite hash) is this suite's, by either hash.
     pub fn is_recorded_as(&self, recorded: &str) -> bool {
         recorded == self.hash || recorded == self.hash_with_answers
+    }
+
+    /// What changed in this suite since a run recorded `recorded` (its [`Suite::file_digests`]),
+    /// as `tasks/a/prompt.md changed, tasks/b/check.py added`, a few files at most; `None` when
+    /// the run recorded none (runs made before they were recorded) or every file matches.
+    pub fn changes_since(&self, recorded: &BTreeMap<String, String>) -> Option<String> {
+        const SHOWN: usize = 3;
+        if recorded.is_empty() {
+            return None;
+        }
+        let now = &self.file_digests;
+        let mut changes: Vec<String> = Vec::new();
+        for (path, digest) in now {
+            match recorded.get(path) {
+                Some(old) if old == digest => {}
+                Some(_) => changes.push(format!("{path} changed")),
+                None => changes.push(format!("{path} added")),
+            }
+        }
+        changes.extend(
+            recorded
+                .keys()
+                .filter(|p| !now.contains_key(*p))
+                .map(|p| format!("{p} removed")),
+        );
+        if changes.is_empty() {
+            return None;
+        }
+        let more = changes.len().saturating_sub(SHOWN);
+        changes.truncate(SHOWN);
+        if more > 0 {
+            changes.push(format!("and {more} more"));
+        }
+        Some(changes.join(", "))
     }
 
     /// The task with this id.

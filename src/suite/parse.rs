@@ -108,6 +108,7 @@ pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Sui
         answers,
         hash: suite_hash(files, false),
         hash_with_answers: suite_hash(files, true),
+        file_digests: file_digests(files),
     })
 }
 
@@ -208,6 +209,19 @@ fn validate_tasks(
     Ok(tasks)
 }
 
+/// The first 16 hex digits of the SHA-256 of each file [`suite_hash`] covers (without
+/// answers/), by path.
+fn file_digests(files: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .filter(|(p, _)| *p == "suite.toml" || p.starts_with("tasks/"))
+        .map(|(p, text)| {
+            let digest = crate::hex(&Sha256::digest(text.as_bytes()));
+            (p.clone(), digest[..16].to_string())
+        })
+        .collect()
+}
+
 /// SHA-256 over (path, length, bytes) of suite.toml and every file under tasks/ (and, with
 /// `answers`, under answers/: the hash of runs recorded before answer sets were left out), in
 /// path order.
@@ -275,6 +289,50 @@ mod tests {
         assert_eq!(s.answers["reference"]["alpha"], "```python\nx=1\n```");
         assert_eq!(s.context, "ctx");
         assert_eq!(s.hash.len(), 64);
+    }
+
+    #[test]
+    fn changes_name_the_files_that_differ_from_a_runs_record() {
+        let before = parse_suite("demo", &files(&[])).expect("valid");
+        assert_eq!(before.changes_since(&before.file_digests), None);
+        // Runs made before digests were recorded have none: nothing to name.
+        assert_eq!(before.changes_since(&BTreeMap::new()), None);
+        // Answer sets are outputs, not the suite: neither hashed nor named.
+        assert!(
+            before
+                .file_digests
+                .keys()
+                .all(|p| !p.starts_with("answers/"))
+        );
+        let after = parse_suite(
+            "demo",
+            &files(&[
+                ("tasks/alpha/prompt.md", "Write alpha, now in Rust."),
+                ("tasks/gamma/prompt.md", "Write gamma."),
+                ("answers/reference/beta.md", "```python\ny=2\n```"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(
+            after.changes_since(&before.file_digests).as_deref(),
+            Some("tasks/alpha/prompt.md changed, tasks/gamma/prompt.md added")
+        );
+        let mut fewer = files(&[]);
+        fewer.remove("tasks/alpha/check.py");
+        fewer.insert(
+            "suite.toml".into(),
+            fewer["suite.toml"].replace("ctx", "context"),
+        );
+        for t in ["d", "e", "f"] {
+            fewer.insert(format!("tasks/{t}/prompt.md"), "More.".into());
+        }
+        let fewer = parse_suite("demo", &fewer).expect("valid");
+        assert_eq!(
+            fewer.changes_since(&before.file_digests).as_deref(),
+            Some(
+                "suite.toml changed, tasks/d/prompt.md added, tasks/e/prompt.md added, and 2 more"
+            )
+        );
     }
 
     #[test]

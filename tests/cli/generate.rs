@@ -582,10 +582,19 @@ fn a_new_answer_set_joins_an_existing_run() {
         &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
     );
     p.write("suites/demo/tasks/t01/prompt.md", "A changed task.");
+    p.write("suites/demo/tasks/t01/check.py", "import solution\n");
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // The error names what changed (the run recorded each file's digest).
     assert!(
-        text(&out).contains("has changed since run `r` started"),
+        text(&out).contains("has changed since run `r` started (tasks/t01/check.py added, tasks/t01/prompt.md changed; hash "),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("suite `demo` has changed since run `r` was generated (tasks/t01/check.py added, tasks/t01/prompt.md changed); use the unchanged suite"),
         "{}",
         text(&out)
     );
