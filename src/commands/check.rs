@@ -152,7 +152,7 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     if errors > 0 {
         warn_invalid_checks(&records);
         eprintln!(
-            "warning: {errors} check(s) ended with `error` (the harness could not get a verdict); see stderr_tail in {CHECKS_FILE}"
+            "warning: {errors} check(s) ended with `error` (the harness could not get a verdict; left out of the pass rates); see stderr_tail in {CHECKS_FILE}"
         );
         return Ok(Outcome::ItemsFailed);
     }
@@ -509,16 +509,21 @@ pub fn check_rows(models: &[String], records: &[CheckRecord]) -> anyhow::Result<
         }
         let count = |o: CheckOutcome| mine.iter().filter(|r| r.result == o).count() as u64;
         let (passed, total) = (count(CheckOutcome::Pass), mine.len() as u64);
-        let interval = crate::stats::wilson_interval(passed, total)?;
+        let errors = count(CheckOutcome::Error);
+        // An `error` is the harness's failure (Python did not start, the check.py does not
+        // compile), not the model's: like a failed comparison it is counted, not rated.
+        let decided = total - errors;
+        let interval = crate::stats::wilson_interval(passed, decided)?;
         rows.push(CheckRow {
             model: m.clone(),
             passed,
             total,
+            decided,
             failed: count(CheckOutcome::Fail),
-            errors: count(CheckOutcome::Error),
+            errors,
             timeouts: count(CheckOutcome::Timeout),
             no_code: count(CheckOutcome::NoCode),
-            pass_rate: passed as f64 / total as f64,
+            pass_rate: (decided > 0).then(|| passed as f64 / decided as f64),
             ci_low: interval.map(|i| i.lo),
             ci_high: interval.map(|i| i.hi),
         });
@@ -558,5 +563,30 @@ mod tests {
         assert_eq!(table.outcome("t", "broken", "slow"), Winner::Failed);
         assert_eq!(table.outcome("t", "ok", "slow"), Winner::ModelA);
         assert_eq!(table.outcome("t", "slow", "missing"), Winner::BothBad);
+    }
+
+    #[test]
+    fn a_harness_error_is_counted_but_left_out_of_the_pass_rate() {
+        use CheckOutcome::{Error, Fail, NoCode, Pass, Timeout};
+        let mut records: Vec<CheckRecord> = [Pass, Pass, Pass, Fail, Error, Error]
+            .into_iter()
+            .map(|o| record("a", o))
+            .collect();
+        records.extend([Error, Error].map(|o| record("b", o)));
+        records.extend([Pass, Timeout, NoCode].map(|o| record("c", o)));
+        let models = ["a", "b", "c", "unchecked"].map(String::from);
+        let rows = check_rows(&models, &records).expect("valid counts");
+        assert_eq!(rows.len(), 3, "a model without records has no row");
+        let a = &rows[0];
+        assert_eq!((a.passed, a.decided, a.total, a.errors), (3, 4, 6, 2));
+        assert_eq!(a.pass_rate, Some(0.75));
+        let wilson = crate::stats::wilson_interval(3, 4).unwrap().unwrap();
+        assert_eq!((a.ci_low, a.ci_high), (Some(wilson.lo), Some(wilson.hi)));
+        // Nothing decided: no rate, no interval (not a rate of zero).
+        let b = &rows[1];
+        assert_eq!((b.decided, b.pass_rate, b.ci_low), (0, None, None));
+        // Timeouts and missing code are the model's: they stay in the denominator.
+        let c = &rows[2];
+        assert_eq!((c.passed, c.decided, c.timeouts, c.no_code), (1, 3, 1, 1));
     }
 }

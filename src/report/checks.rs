@@ -11,8 +11,13 @@ use crate::records::SCHEMA_VERSION;
 pub struct CheckRow {
     pub model: String,
     pub passed: u64,
+    /// Every check of the model, `error`s included.
     pub total: u64,
-    pub pass_rate: f64,
+    /// Checks with a verdict: `total` less `errors` (the harness's failures, not the
+    /// model's), the pass rate's denominator.
+    pub decided: u64,
+    /// `passed / decided`; `None` when no check has a verdict.
+    pub pass_rate: Option<f64>,
     /// 95% Wilson interval of the pass rate.
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
@@ -22,7 +27,7 @@ pub struct CheckRow {
     pub no_code: u64,
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "model",
     "passed",
     "total",
@@ -33,6 +38,7 @@ const COLUMNS: [&str; 10] = [
     "errors",
     "timeouts",
     "no_code",
+    "decided",
 ];
 
 fn cells(r: &CheckRow) -> Vec<String> {
@@ -41,13 +47,14 @@ fn cells(r: &CheckRow) -> Vec<String> {
         r.model.clone(),
         r.passed.to_string(),
         r.total.to_string(),
-        fmt_float(r.pass_rate, 4),
+        opt(r.pass_rate),
         opt(r.ci_low),
         opt(r.ci_high),
         r.failed.to_string(),
         r.errors.to_string(),
         r.timeouts.to_string(),
         r.no_code.to_string(),
+        r.decided.to_string(),
     ]
 }
 
@@ -77,8 +84,8 @@ pub fn render_check_report(rows: &[CheckRow], format: Format) -> Vec<u8> {
                 };
                 t.push(vec![
                     r.model.clone(),
-                    format!("{}/{}", r.passed, r.total),
-                    fmt_float(r.pass_rate, 3),
+                    format!("{}/{}", r.passed, r.decided),
+                    r.pass_rate.map_or("n/a".into(), |p| fmt_float(p, 3)),
                     ci,
                     r.failed.to_string(),
                     r.errors.to_string(),
@@ -86,7 +93,13 @@ pub fn render_check_report(rows: &[CheckRow], format: Format) -> Vec<u8> {
                     r.no_code.to_string(),
                 ]);
             }
-            render_table(&t).into_bytes()
+            let mut out = render_table(&t);
+            if rows.iter().any(|r| r.errors > 0) {
+                out.push_str(
+                    "pass rates are over checks with a verdict: an `error` (no verdict) counts for no model\n",
+                );
+            }
+            out.into_bytes()
         }
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
@@ -222,7 +235,8 @@ mod tests {
             model: "reference".into(),
             passed: 25,
             total: 25,
-            pass_rate: 1.0,
+            decided: 25,
+            pass_rate: Some(1.0),
             ci_low: Some(0.8668),
             ci_high: Some(1.0),
             failed: 0,
@@ -242,11 +256,13 @@ mod tests {
         let csv = String::from_utf8(render_check_report(&[row()], Format::Csv)).unwrap();
         assert_eq!(
             csv.lines().next(),
-            Some("model,passed,total,pass_rate,ci_low,ci_high,failed,errors,timeouts,no_code")
+            Some(
+                "model,passed,total,pass_rate,ci_low,ci_high,failed,errors,timeouts,no_code,decided"
+            )
         );
         assert_eq!(
             csv.lines().nth(1),
-            Some("reference,25,25,1.0000,0.8668,1.0000,0,0,0,0")
+            Some("reference,25,25,1.0000,0.8668,1.0000,0,0,0,0,25")
         );
         let json: serde_json::Value =
             serde_json::from_slice(&render_check_report(&[row()], Format::Json)).unwrap();
