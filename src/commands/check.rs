@@ -72,7 +72,22 @@ pub struct CheckRecord {
     pub check_sha256: String,
     pub code_sha256: Option<String>,
     pub from_cache: bool,
+    /// The version of the runner that decided the result ([`RUNNER_VERSION`]); 0 in records
+    /// written before it was recorded. A record of an older runner is checked again.
+    #[serde(default)]
+    pub runner: u32,
 }
+
+/// The version of the sandbox runner's rules, in the cache key and in every record:
+/// 2: a check passes only by running to its end (SystemExit(0) and os._exit fail).
+/// 3: the finish marker carries a nonce from stdin, the interpreter must be as it was, a crash
+/// after the start is a failure, /dev/shm is capped.
+/// 4: the finish marker counts wherever it is in stderr (a daemon thread may write after it),
+/// a check.py with a BOM or CRLF runs, one that does not compile is `error`, the check may set
+/// sys.excepthook.
+/// 5: the check may end itself with SystemExit(0) (unittest.main(), sys.exit(0)); a coding
+/// cookie is honoured; a forked child cannot finish for the check.
+pub const RUNNER_VERSION: u32 = 5;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,10 +273,12 @@ fn code_of(output: &OutputRecord) -> Option<String> {
 }
 
 /// Whether `record` is a finished check of `output` as it is now against `check` (the test's
-/// source): same test, same code. A record of an output since regenerated (`--retry-failed`)
-/// or of an edited check does not describe it.
+/// source): same test, same code, decided by this runner (a record without code needs none).
+/// A record of an output since regenerated (`--retry-failed`), of an edited check, or of an
+/// older runner (whose rules gave other verdicts) does not describe it.
 pub fn describes(record: &CheckRecord, output: &OutputRecord, check: &str) -> bool {
     record.result != CheckOutcome::Error
+        && (record.runner == RUNNER_VERSION || record.result == CheckOutcome::NoCode)
         && record.check_sha256 == sha256_hex(check)
         && record.code_sha256 == code_of(output).as_deref().map(sha256_hex)
 }
@@ -401,6 +418,7 @@ fn check_one(
         check_sha256,
         code_sha256,
         from_cache: false,
+        runner: RUNNER_VERSION,
     };
     let Some(code) = code else {
         if output.status == Status::Failed {
@@ -410,15 +428,7 @@ fn check_one(
     };
     let canonical = json!({
         "kind": "check",
-        // 2: a check passes only by running to its end (SystemExit(0) and os._exit fail).
-        // 3: the finish marker carries a nonce from stdin, the interpreter must be as it was,
-        // a crash after the start is a failure, /dev/shm is capped.
-        // 4: the finish marker counts wherever it is in stderr (a daemon thread may write
-        // after it), a check.py with a BOM or CRLF runs, one that does not compile is `error`,
-        // the check may set sys.excepthook.
-        // 5: the check may end itself with SystemExit(0) (unittest.main(), sys.exit(0)); a
-        // coding cookie is honoured; a forked child cannot finish for the check.
-        "runner": 5,
+        "runner": RUNNER_VERSION,
         "check_sha256": record.check_sha256,
         "code_sha256": record.code_sha256,
         "sandbox": record.sandbox,
@@ -549,6 +559,7 @@ mod tests {
             check_sha256: String::new(),
             code_sha256: None,
             from_cache: false,
+            runner: RUNNER_VERSION,
         }
     }
 

@@ -127,6 +127,40 @@ fn shipped_suite_checks_separate_reference_from_plausible() {
             || p.jsonl("runs/offline/judgments.jsonl").is_empty(),
         "exec makes no calls"
     );
+
+    // Records of an older runner (whose rules could give other verdicts) are checked again,
+    // not reused: here reference's checks as an older runner might have failed them.
+    let old: Vec<String> = p
+        .jsonl("runs/offline/checks.jsonl")
+        .into_iter()
+        .map(|mut r| {
+            if r["model"] == "reference" {
+                r["runner"] = 4.into();
+                r["result"] = "fail".into();
+            }
+            r.to_string()
+        })
+        .collect();
+    p.write("runs/offline/checks.jsonl", &(old.join("\n") + "\n"));
+    let out = p.run(&["compare", "--run", "offline", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let reference: Vec<serde_json::Value> = p
+        .jsonl("runs/offline/checks.jsonl")
+        .into_iter()
+        .filter(|r| r["model"] == "reference")
+        .collect();
+    assert!(
+        reference
+            .iter()
+            .all(|r| r["result"] == "pass" && r["runner"] == 5),
+        "{reference:?}"
+    );
+    assert!(
+        p.jsonl("runs/offline/comparisons.jsonl")
+            .iter()
+            .filter(|c| c["model_a"] == "reference" && c["model_b"] == "plausible")
+            .all(|c| c["winner"] == "model_a")
+    );
 }
 
 fn one_task_project(answer: &str, check: &str) -> Project {
