@@ -272,7 +272,7 @@ fn finish(
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
     eprint!("{}", tally.render(&ctx.models));
-    if let Some(line) = tally.failure_line() {
+    if let Some(line) = tally.failure_line(&ctx.models) {
         eprintln!(
             "{} (each record's `error` in {OUTPUTS_FILE} says more)",
             crate::report::printable(&line)

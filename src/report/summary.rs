@@ -66,22 +66,21 @@ impl GenerationTally {
         row.uncosted += u64::from(r.cost_unknown());
     }
 
-    /// Why items failed, per model and error class, as one line (`None` when none did):
-    /// `failed: b 2 server_error, 1 timeout; c 1 missing_answer`.
-    pub fn failure_line(&self) -> Option<String> {
-        if self.failures.is_empty() {
-            return None;
-        }
+    /// Why items of `models` failed, per model and error class, as one line (`None` when
+    /// none did): `failed: b 2 server_error, 1 timeout; c 1 missing_answer`. Other models of
+    /// the run (not selected this time) are left out, as they are from the table.
+    pub fn failure_line(&self, models: &[ModelConfig]) -> Option<String> {
         let per_model: Vec<String> = self
             .failures
             .iter()
+            .filter(|(model, _)| models.iter().any(|m| &m.id == *model))
             .map(|(model, classes)| {
                 let classes: Vec<String> =
                     classes.iter().map(|(c, n)| format!("{n} {c}")).collect();
                 format!("{model} {}", classes.join(", "))
             })
             .collect();
-        Some(format!("failed: {}", per_model.join("; ")))
+        (!per_model.is_empty()).then(|| format!("failed: {}", per_model.join("; ")))
     }
 
     /// Records of `model` (ok + failed).
@@ -403,7 +402,8 @@ mod tests {
             ..record(model, Status::Failed, None)
         };
         let mut tally = GenerationTally::default();
-        assert_eq!(tally.failure_line(), None);
+        let models: Vec<ModelConfig> = ["a", "b", "c"].iter().map(|m| model(m, true)).collect();
+        assert_eq!(tally.failure_line(&models), None);
         for r in [
             failed("b", ErrorClass::ServerError),
             record("a", Status::Ok, None),
@@ -414,9 +414,15 @@ mod tests {
             tally.add(&r);
         }
         assert_eq!(
-            tally.failure_line().as_deref(),
+            tally.failure_line(&models).as_deref(),
             Some("failed: b 2 server_error, 1 timeout; c 1 missing_answer")
         );
+        // A model not selected this time is left out, as it is from the table.
+        assert_eq!(
+            tally.failure_line(&models[..2]).as_deref(),
+            Some("failed: b 2 server_error, 1 timeout")
+        );
+        assert_eq!(tally.failure_line(&models[..1]), None);
     }
 
     #[test]
