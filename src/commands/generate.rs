@@ -77,10 +77,10 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             ))
             .into());
         }
-        // A run made before file digests were recorded gets them when its suite is the same.
-        if old.suite.files.is_empty() && old.suite.hash == suite.hash {
-            old.suite.files = suite.file_digests.clone();
-        }
+        // The suite is the same: a run recorded with the hash over answers/ too, or without
+        // file digests, is brought up to date (later answer sets can join it, and a later
+        // change is named).
+        old.suite = SuiteInfo::of(&suite);
         old
     } else {
         Manifest::new(

@@ -67,17 +67,23 @@ fn load_run_locked(
         ))
         .into());
     }
-    let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
+    let mut manifest = crate::engine::manifest::read_manifest(&run_dir)?;
     let suite = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)?;
     if !suite.is_recorded_as(&manifest.suite.hash) {
-        let what = suite
-            .changes_since(&manifest.suite.files)
-            .map_or_else(String::new, |c| format!(" ({c})"));
+        let what = crate::engine::manifest::suite_changes(&manifest.suite, &suite);
         return Err(JudgeError::usage(format!(
-            "suite `{}` has changed since run `{run}` was generated{what}; use the unchanged suite or generate a new run",
+            "suite `{}` has changed since run `{run}` was generated ({what}); use the unchanged suite or generate a new run",
             suite.name
         ))
         .into());
+    }
+    // A run recorded with the hash over answers/ too, or without file digests, is brought up
+    // to date while its suite is unchanged: later answer sets can join it, and a later change
+    // is named. Only under the exclusive lock (a shared holder writes no manifest).
+    let current = crate::engine::manifest::SuiteInfo::of(&suite);
+    if !shared && manifest.suite != current {
+        manifest.suite = current;
+        crate::engine::run_dir::write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     }
     let outputs = latest_outputs(run_dir.read_jsonl(&run_dir.file(generate::OUTPUTS_FILE))?);
     Ok((run_dir, manifest, suite, outputs))

@@ -81,6 +81,23 @@ impl Manifest {
     }
 }
 
+/// What changed in `suite` since a run recorded `recorded`, for an error: the files, or, for a
+/// run without file digests, why they cannot be named.
+pub fn suite_changes(recorded: &SuiteInfo, suite: &crate::suite::Suite) -> String {
+    let hashes = format!(
+        "hash {} → {}",
+        &recorded.hash[..12.min(recorded.hash.len())],
+        &suite.hash[..12]
+    );
+    match suite.changes_since(&recorded.files) {
+        Some(files) => format!("{files}; {hashes}"),
+        None if recorded.files.is_empty() => format!(
+            "{hashes}; the run predates per-file digests, so the file cannot be named, and if it predates answer sets leaving the hash an edited answer set counts too"
+        ),
+        None => hashes,
+    }
+}
+
 /// Why a run cannot be resumed with the current config, as one line, or `None` if it can.
 pub fn resume_conflict(
     old: &Manifest,
@@ -90,15 +107,11 @@ pub fn resume_conflict(
     providers: &[&ProviderConfig],
 ) -> Option<String> {
     if !suite.is_recorded_as(&old.suite.hash) {
-        let what = suite
-            .changes_since(&old.suite.files)
-            .map_or_else(String::new, |c| format!("{c}; "));
         return Some(format!(
-            "suite `{}` has changed since run `{}` started ({what}hash {} → {})",
+            "suite `{}` has changed since run `{}` started ({})",
             suite.name,
             old.run,
-            &old.suite.hash[..12.min(old.suite.hash.len())],
-            &suite.hash[..12]
+            suite_changes(&old.suite, suite)
         ));
     }
     // The judge's token cap does not touch generation (compare guards it on its own).

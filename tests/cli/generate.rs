@@ -540,6 +540,64 @@ fn changing_only_the_judge_token_cap_does_not_block_a_generate_resume() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A run recorded before answer sets left the suite's hash (its hash covers answers/ too, and
+/// it has no file digests) is brought up to date by the next command while its suite is
+/// unchanged; one whose answers changed meanwhile gets an error that says why no file is named.
+#[test]
+fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    for set in ["a", "b"] {
+        for task in ["t01", "t02"] {
+            p.write(&format!("suites/demo/answers/{set}/{task}.md"), "an answer");
+        }
+    }
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let suite = judge::suite::load_suite(&p.path().join("suites"), "demo").expect("suite");
+    let legacy = |p: &Project| {
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+        manifest["suite"]["hash"] = suite.hash_with_answers.clone().into();
+        manifest["suite"].as_object_mut().unwrap().remove("files");
+        p.write("runs/r/manifest.json", &manifest.to_string());
+    };
+    legacy(&p);
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["suite"]["hash"], suite.hash.as_str());
+    assert_eq!(
+        manifest["suite"]["files"]["tasks/t01/prompt.md"]
+            .as_str()
+            .map(str::len),
+        Some(16)
+    );
+    // Now a new answer set joins it, as it joins a run made today.
+    for task in ["t01", "t02"] {
+        p.write(
+            &format!("suites/demo/answers/c/{task}.md"),
+            "another answer",
+        );
+    }
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // An old run whose answers changed before it was brought up to date: the error cannot
+    // name a file, and says why.
+    legacy(&p);
+    p.write("suites/demo/answers/a/t01.md", "an edited answer");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the run predates per-file digests, so the file cannot be named, and if it predates answer sets leaving the hash an edited answer set counts too"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// Answer sets are model outputs, not part of the suite: adding one (and its model) to a run
 /// that has begun is adding a model, which resumes; editing tasks is a new suite.
 #[test]
@@ -594,7 +652,7 @@ fn a_new_answer_set_joins_an_existing_run() {
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("suite `demo` has changed since run `r` was generated (tasks/t01/check.py added, tasks/t01/prompt.md changed); use the unchanged suite"),
+        text(&out).contains("suite `demo` has changed since run `r` was generated (tasks/t01/check.py added, tasks/t01/prompt.md changed; hash "),
         "{}",
         text(&out)
     );
