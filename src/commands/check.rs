@@ -87,7 +87,8 @@ pub struct CheckRecord {
 /// sys.excepthook.
 /// 5: the check may end itself with SystemExit(0) (unittest.main(), sys.exit(0)); a coding
 /// cookie is honoured; a forked child cannot finish for the check.
-pub const RUNNER_VERSION: u32 = 5;
+/// 6: a status is an int's real value, subclasses included (`sys.exit(IntEnum.OK)` is 0).
+pub const RUNNER_VERSION: u32 = 6;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -92,8 +92,12 @@ def _codes(code, ids):
             _codes(c, ids)
     return ids
 _check_codes = _codes(_check, set())
+def _int_value(c):
+    # The status Python's own exit takes from an int, or from a subclass of int (bool,
+    # IntEnum) by its real value, whatever methods it overrides; None for anything else.
+    return int.__int__(c) if issubclass(type(c), int) else None
 def _zero(c):
-    return c is None or (type(c) in (int, bool) and c == 0)
+    return c is None or _int_value(c) == 0
 # (_sitebuiltins, where exit() and quit() live, is a frozen module from Python 3.11 on.)
 _exit_sites = tuple(os.path.join(os.path.dirname(os.__file__), *p)
                     for p in (('unittest', 'main.py'), ('_sitebuiltins.py',))) + ('<frozen _sitebuiltins>',)
@@ -137,8 +141,9 @@ except SystemExit as e:
         code = 0
     elif _zero(c):
         sys.stderr.write('judge: SystemExit(%r) was raised outside check.py (by the solution?) before the check ended; only the check may end early with status 0\n' % (c,))
-    elif isinstance(c, int):
-        code = c if 0 < c < 256 else 1
+    elif _int_value(c) is not None:
+        code = _int_value(c)
+        code = code if 0 < code < 256 else 1
     else:
         sys.stderr.write('%s\n' % (c,))
 except BaseException:

@@ -1157,7 +1157,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 7] = [
+    let cases: [(&str, &str, &str, CheckResult); 9] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1186,6 +1186,18 @@ fn only_the_check_decides_an_early_exit() {
             "exit() in the solution",
             "import solution\nassert solution.x == 2\n",
             "x = 1\nexit()\n",
+            CheckResult::Fail,
+        ),
+        (
+            "an IntEnum status 0 is 0, as Python's own exit takes it",
+            "import enum, sys, solution\nclass Status(enum.IntEnum):\n    OK = 0\nassert solution.x == 1\nsys.exit(Status.OK)\n",
+            "x = 1\n",
+            CheckResult::Pass,
+        ),
+        (
+            "a status is its value, not what its methods claim",
+            "import sys, solution\nsys.exit(solution.failures())\n",
+            "class Z(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\ndef failures():\n    return Z(3)\n",
             CheckResult::Fail,
         ),
         (
