@@ -2,7 +2,7 @@
 //! `winner` and optionally `question_id`; other fields ignored) into compact rows, fast: the
 //! input is read in blocks that all cores parse while the next block is read, each merged in
 //! file order as soon as it is parsed. Memory holds the rows (16 bytes each), the task labels'
-//! keys (24 bytes or fewer each) and a few blocks, never the file.
+//! keys (24 to 48 bytes each) and a few blocks, never the file.
 //!
 //! Each line first goes through a small scanner that handles the common shape (a flat object
 //! whose four fields are plain strings without escapes; other fields' values are skipped by
@@ -790,9 +790,9 @@ impl<'a> TaskTable<'a> {
     }
 }
 
-/// Numbers [`label_key`]s in order of first appearance, at 16 bytes per key plus 8 or fewer
-/// of table: a million distinct question ids take 24 MB or less, where a map of
-/// `(u128, u32)` slots takes 64 MB (96 MB while it grows). Open addressing on the key's own
+/// Numbers [`label_key`]s in order of first appearance, at 16 bytes per key and 8 of table,
+/// each up to twice that as they grow (24 to 48 bytes per key): a million distinct question
+/// ids take 25 MB, where a map of `(u128, u32)` slots takes 64 MB (96 MB while it grows). Open addressing on the key's own
 /// low bits (a SHA-256 prefix, uniform already), linear probing, at most half full.
 #[derive(Default)]
 struct KeyNumbers {

@@ -302,9 +302,11 @@ pub(crate) fn exec_coverage_note(suite: &Suite) -> Option<String> {
         .join(", ");
     let more = if unchecked.len() > 5 { ", …" } else { "" };
     Some(format!(
-        "the exec judge ranks only tasks with a check.py: {} of {} tasks have none and are not compared ({shown}{more})",
+        "the exec judge ranks only tasks with a check.py: {} of {} tasks {} none and {} not compared ({shown}{more})",
         unchecked.len(),
-        suite.tasks.len()
+        suite.tasks.len(),
+        if unchecked.len() == 1 { "has" } else { "have" },
+        if unchecked.len() == 1 { "is" } else { "are" },
     ))
 }
 

@@ -174,6 +174,19 @@ fn refuse_missing_answer_sets(
         {
             continue;
         }
+        let folder = config
+            .suites_dir()
+            .join(&suite.name)
+            .join("answers")
+            .join(&m.model);
+        if folder.is_dir() {
+            return Err(JudgeError::usage(format!(
+                "model `{}` replays answer set `{}`, whose folder {} holds no answers; add one <task>.md per task",
+                m.id,
+                m.model,
+                folder.display()
+            )));
+        }
         let sets: Vec<&str> = suite.answers.keys().map(String::as_str).collect();
         return Err(JudgeError::usage(format!(
             "model `{}` replays answer set `{}`, which suite `{}` does not have (suites/{}/answers/: {}); fix its `model` in {}",

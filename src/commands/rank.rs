@@ -371,7 +371,7 @@ fn from_run(
     }
     if let Some(rate) = header.order_flip_rate.filter(|&r| r > MUCH_FLIPPING) {
         warnings.push(format!(
-            "the judge gave opposite verdicts for the two orderings in {:.0}% of comparisons (each recorded as a tie): its verdicts follow the answers' order more than the answers, which pulls every rating together; try another judge or prompt",
+            "the judge gave opposite verdicts for the two orderings in {:.1}% of the comparisons it judged in both (each recorded as a tie): its verdicts follow the answers' order more than the answers, which pulls every rating together; try another judge or prompt",
             rate * 100.0
         ));
     }

@@ -113,14 +113,17 @@ pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Sui
 }
 
 fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    // A missing key has no line of its own: toml's span is then the whole document.
+    let missing = e.message().starts_with("missing field");
     let line = e
         .span()
+        .filter(|_| !missing)
         .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
     let mut message = match line {
         Some(l) => format!("line {l}: {}", e.message().trim()),
         None => e.message().trim().to_string(),
     };
-    if e.message().starts_with("missing field") {
+    if missing {
         message.push_str(
             "; add it (suite.toml takes name, version, criteria and an optional context)",
         );
@@ -372,6 +375,8 @@ mod tests {
             e.contains("missing field `version`; add it (suite.toml takes name, version"),
             "{e}"
         );
+        // No line is named: a missing key has none.
+        assert!(!e.contains("line "), "{e}");
     }
 
     #[test]

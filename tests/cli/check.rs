@@ -465,7 +465,7 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
     }
     let out = p.run(&["run", "--run", "r", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let note = "the exec judge ranks only tasks with a check.py: 1 of 2 tasks have none and are not compared (t02)";
+    let note = "the exec judge ranks only tasks with a check.py: 1 of 2 tasks has none and is not compared (t02)";
     assert!(text(&out).contains(note), "{}", text(&out));
     let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(

@@ -172,7 +172,7 @@ fn position_bias_becomes_flipped_ties() {
         board["warnings"].as_array().unwrap().iter().any(|w| w
             .as_str()
             .unwrap()
-            .contains("opposite verdicts for the two orderings in 100%")),
+            .contains("opposite verdicts for the two orderings in 100.0% of the comparisons it judged in both")),
         "{board}"
     );
 }

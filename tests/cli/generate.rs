@@ -635,6 +635,17 @@ fn a_new_answer_set_joins_an_existing_run() {
         text(&out)
     );
     assert!(!p.path().join("runs/typo").exists());
+    // A set whose folder is there but empty is named as such.
+    std::fs::create_dir_all(p.path().join("suites/demo/answers/nosuch")).unwrap();
+    let out = p.run(&["generate", "--run", "typo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("model `d` replays answer set `nosuch`, whose folder ")
+            && text(&out).contains("answers/nosuch holds no answers; add one <task>.md per task"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_dir(p.path().join("suites/demo/answers/nosuch")).unwrap();
     p.write(
         "judge.toml",
         &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
