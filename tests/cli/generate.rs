@@ -540,11 +540,9 @@ fn changing_only_the_judge_token_cap_does_not_block_a_generate_resume() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
-/// A run recorded before answer sets left the suite's hash (its hash covers answers/ too, and
-/// it has no file digests) is brought up to date by the next command while its suite is
-/// unchanged; one whose answers changed meanwhile gets an error that says why no file is named.
-#[test]
-fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
+/// A two-task suite with answer sets `a` and `b` replayed as models `a` and `b`, generated
+/// as run `r`.
+fn two_set_run() -> Project {
     let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
     for set in ["a", "b"] {
         for task in ["t01", "t02"] {
@@ -552,6 +550,29 @@ fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
         }
     }
     assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p
+}
+
+/// Adds answer set `c` and its model `c` to [`two_set_run`]'s project.
+fn add_answer_set_c(p: &Project) {
+    for task in ["t01", "t02"] {
+        p.write(
+            &format!("suites/demo/answers/c/{task}.md"),
+            "another answer",
+        );
+    }
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
+    );
+}
+
+/// A run recorded before answer sets left the suite's hash (its hash covers answers/ too, and
+/// it has no file digests) is brought up to date by the next command while its suite is
+/// unchanged; one whose answers changed meanwhile gets an error that says why no file is named.
+#[test]
+fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
+    let p = two_set_run();
     let suite = judge::suite::load_suite(&p.path().join("suites"), "demo").expect("suite");
     let legacy = |p: &Project| {
         let mut manifest: serde_json::Value =
@@ -573,16 +594,7 @@ fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
         Some(16)
     );
     // Now a new answer set joins it, as it joins a run made today.
-    for task in ["t01", "t02"] {
-        p.write(
-            &format!("suites/demo/answers/c/{task}.md"),
-            "another answer",
-        );
-    }
-    p.write(
-        "judge.toml",
-        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
-    );
+    add_answer_set_c(&p);
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     // An old run whose answers changed before it was brought up to date: the error cannot
@@ -602,23 +614,8 @@ fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
 /// that has begun is adding a model, which resumes; editing tasks is a new suite.
 #[test]
 fn a_new_answer_set_joins_an_existing_run() {
-    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
-    for set in ["a", "b"] {
-        for task in ["t01", "t02"] {
-            p.write(&format!("suites/demo/answers/{set}/{task}.md"), "an answer");
-        }
-    }
-    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
-    for task in ["t01", "t02"] {
-        p.write(
-            &format!("suites/demo/answers/c/{task}.md"),
-            "another answer",
-        );
-    }
-    p.write(
-        "judge.toml",
-        &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
-    );
+    let p = two_set_run();
+    add_answer_set_c(&p);
     let out = p.run(&["generate", "--run", "r", "--model", "c"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 6);
