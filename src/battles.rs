@@ -5,9 +5,10 @@
 //! keys (24 to 48 bytes each) and a few blocks, never the file.
 //!
 //! Each line first goes through a small scanner that handles the common shape (a flat object
-//! whose four fields are plain strings without escapes; other fields' values are skipped by
-//! bracket matching, not fully validated); anything else — escapes, `null`, a syntax error —
-//! goes through serde_json, which also produces the error message.
+//! whose four fields are plain strings without escapes; other fields' values are skipped, but
+//! checked as JSON as strictly as serde_json checks a field it ignores); anything else —
+//! escapes, `null`, a syntax error — goes through serde_json, which also produces the error
+//! message.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -615,60 +616,106 @@ impl<'a> Scanner<'a> {
         let canonical = text == b"0" && start == digits || !text.starts_with(b"0");
         (self.i > digits && end_ok && canonical).then(|| &self.s[start..self.i])
     }
-    /// Skips any string (escapes allowed), nested object or array, or scalar token.
+    /// Skips one JSON value of a field judge does not read, checked as strictly as
+    /// serde_json checks a field it ignores (syntax only: no number range, no UTF-8 inside
+    /// strings); `None` leaves the line to serde_json, which names what is wrong. Nested
+    /// deeper than serde_json's limit is left to it too.
     fn skip_value(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.skip_string(),
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match self.peek()? {
-                        b'"' => self.skip_string()?,
-                        b'{' | b'[' => {
-                            depth += 1;
-                            self.i += 1;
-                        }
-                        b'\n' => return None,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            self.i += 1;
-                            if depth == 0 {
-                                return Some(());
-                            }
-                        }
-                        _ => self.i += 1,
-                    }
-                }
+        self.skip_nested(0)
+    }
+    fn skip_nested(&mut self, depth: usize) -> Option<()> {
+        const SERDE_DEPTH: usize = 100;
+        let close = match self.peek()? {
+            b'"' => return self.skip_string(),
+            b't' => return self.literal(b"true"),
+            b'f' => return self.literal(b"false"),
+            b'n' => return self.literal(b"null"),
+            b'{' => b'}',
+            b'[' => b']',
+            _ => return self.number(),
+        };
+        if depth >= SERDE_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.blanks();
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.blanks();
+            if close == b'}' {
+                self.skip_string()?;
+                self.blanks();
+                self.eat(b':')?;
+                self.blanks();
             }
-            _ => {
-                let start = self.i;
-                while matches!(
-                    self.peek(),
-                    Some(b'a'..=b'z' | b'0'..=b'9' | b'-' | b'+' | b'.' | b'E')
-                ) {
-                    self.i += 1;
-                }
-                let token = &self.s[start..self.i];
-                let number = token
-                    .first()
-                    .is_some_and(|c| *c == b'-' || c.is_ascii_digit())
-                    && std::str::from_utf8(token).ok()?.parse::<f64>().is_ok();
-                (number || matches!(token, b"true" | b"false" | b"null")).then_some(())
+            self.skip_nested(depth + 1)?;
+            self.blanks();
+            match self.next()? {
+                b',' => {}
+                c if c == close => return Some(()),
+                _ => return None,
             }
         }
     }
+    /// A string; its escapes must be JSON's.
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         loop {
             match self.next()? {
                 b'"' => return Some(()),
-                b'\\' => {
-                    self.next()?;
-                }
+                b'\\' => match self.next()? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    b'u' => {
+                        for _ in 0..4 {
+                            self.next().filter(u8::is_ascii_hexdigit)?;
+                        }
+                    }
+                    _ => return None,
+                },
                 c if c < 0x20 => return None,
                 _ => {}
             }
         }
+    }
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        (self.s.get(self.i..end)? == word).then(|| self.i = end)
+    }
+    /// A number by JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek()? == b'-' {
+            self.i += 1;
+        }
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.some_digits()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(())
+    }
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.i;
+        self.digits();
+        (self.i > start).then_some(())
     }
 }
 

@@ -74,6 +74,50 @@ fn scanner_takes_plain_lines_and_defers_the_rest() {
     );
 }
 
+/// A field judge does not read is still checked as JSON (found by differential fuzzing
+/// against Python's json): a mismatched bracket or a number JSON does not allow is an error
+/// with its line, as serde_json makes it, not a row taken as valid.
+#[test]
+fn fields_judge_ignores_are_still_checked_as_json() {
+    let row =
+        |extra: &str| format!(r#"{{"model_a":"x","model_b":"y","winner":"tie","extra":{extra}}}"#);
+    for valid in [
+        "{}",
+        "[]",
+        r#"{"a":[1,-0.5,2e-3,1E+2,true,false,null,"s\u00e9\n"],"b":{"c":[]}}"#,
+        r#"[ 1 , [ ] , { "k" : "}" } ]"#,
+        "-0",
+        r#""\/""#,
+    ] {
+        let line = row(valid);
+        assert!(scan_line(line.as_bytes()).is_some(), "{line}");
+        assert!(parse(&line, BootstrapUnit::Comparison).is_ok(), "{line}");
+    }
+    for invalid in [
+        r#"{"x":1]"#,
+        "[1,2}",
+        "[1 2]",
+        "[1,]",
+        r#"{"x"}"#,
+        "{1:2}",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "1e",
+        "+1",
+        "[tru]",
+        r#""\x""#,
+        r#""\u12g4""#,
+    ] {
+        let line = row(invalid);
+        assert_eq!(scan_line(line.as_bytes()), None, "{line}");
+        let text = format!("{}\n{line}\n", row("1"));
+        let e = parse(&text, BootstrapUnit::Comparison).expect_err(&line);
+        assert!(e.to_string().starts_with("line 2:"), "{line}: {e}");
+    }
+}
+
 #[test]
 fn invalid_utf8_in_a_name_is_an_error() {
     let mut line = br#"{"model_a":"x"#.to_vec();
