@@ -228,13 +228,15 @@ pub fn render_table(rows: &[Vec<String>]) -> String {
 }
 
 /// Left-aligns the first `left` columns, right-aligns the rest, two spaces between columns.
+/// Widths are terminal columns: a CJK character takes two, a combining mark none.
 pub fn render_table_aligned(rows: &[Vec<String>], left: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
-                .map(|s| crate::report::printable(s).chars().count())
+                .map(|s| crate::report::printable(s).width())
                 .max()
                 .unwrap_or(0)
         })
@@ -246,10 +248,11 @@ pub fn render_table_aligned(rows: &[Vec<String>], left: usize) -> String {
             .enumerate()
             .map(|(c, s)| {
                 let s = crate::report::printable(s);
+                let pad = " ".repeat(widths[c] - s.width());
                 if c < left {
-                    format!("{s:<w$}", w = widths[c])
+                    format!("{s}{pad}")
                 } else {
-                    format!("{s:>w$}", w = widths[c])
+                    format!("{pad}{s}")
                 }
             })
             .collect();
@@ -387,6 +390,27 @@ mod tests {
             "{s}"
         );
         assert!(lines[2].contains("  1  "), "{s}");
+    }
+
+    #[test]
+    fn columns_line_up_in_terminal_columns() {
+        let rows: Vec<Vec<String>> = [
+            ["model", "wins"],
+            ["文心一言", "3"],
+            ["cafe\u{301}", "12"],
+            ["gpt-4o", "7"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|s| (*s).to_string()).collect())
+        .collect();
+        let table = render_table(&rows);
+        // Every line ends at the same terminal column (the numbers are right-aligned).
+        let ends: Vec<usize> = table
+            .lines()
+            .map(unicode_width::UnicodeWidthStr::width)
+            .collect();
+        assert_eq!(ends, [14, 14, 14, 14], "{table}");
+        assert!(table.contains("文心一言     3"), "{table}");
     }
 
     #[test]
