@@ -533,7 +533,7 @@ impl<'a> Scanner<'a> {
         }
         loop {
             self.blanks();
-            let key = self.plain_string()?;
+            let key = self.plain_text()?;
             self.blanks();
             self.eat(b':')?;
             self.blanks();
@@ -549,13 +549,16 @@ impl<'a> Scanner<'a> {
             .iter()
             .position(|k| k.as_bytes() == key);
             by_task |= position == Some(4);
+            // Text judge keeps no copy of (a key, the judge, a question id the comparison
+            // bootstrap does not number) must still be UTF-8, as serde_json wants it (model
+            // names are checked as they are interned, the winner against its few spellings).
             match position.map(|k| k.min(5)) {
                 Some(5) if judge.is_some() => return None,
-                Some(5) => judge = Some(self.plain_string()?),
+                Some(5) => judge = Some(self.plain_text()?),
                 Some(4) if found[3].is_some() => return None,
                 Some(k) if k < 4 && found[k].is_some() => return None,
                 Some(3 | 4) if self.peek()? != b'"' => found[3] = Some(self.integer()?),
-                Some(4) => found[3] = Some(self.plain_string()?),
+                Some(3 | 4) => found[3] = Some(self.plain_text()?),
                 Some(k) => found[k] = Some(self.plain_string()?),
                 None => self.skip_value()?,
             }
@@ -587,14 +590,28 @@ impl<'a> Scanner<'a> {
     }
     /// A string without escapes or control characters: its bytes.
     fn plain_string(&mut self) -> Option<&'a [u8]> {
+        self.plain_bytes(false)
+    }
+    /// [`Scanner::plain_string`] that is also valid UTF-8 (checked only when a byte is not
+    /// ASCII).
+    fn plain_text(&mut self) -> Option<&'a [u8]> {
+        self.plain_bytes(true)
+    }
+    #[inline(always)]
+    fn plain_bytes(&mut self, utf8: bool) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.i;
+        let mut high = 0u8;
         loop {
             match self.next()? {
-                b'"' => return Some(&self.s[start..self.i - 1]),
+                b'"' => {
+                    let text = &self.s[start..self.i - 1];
+                    let valid = !utf8 || high < 0x80 || std::str::from_utf8(text).is_ok();
+                    return valid.then_some(text);
+                }
                 b'\\' => return None,
                 c if c < 0x20 => return None,
-                _ => {}
+                c => high |= c,
             }
         }
     }
@@ -614,7 +631,13 @@ impl<'a> Scanner<'a> {
         // anything else goes to serde_json, which names the task by the number's value.
         let text = &self.s[digits..self.i];
         let canonical = text == b"0" && start == digits || !text.starts_with(b"0");
-        (self.i > digits && end_ok && canonical).then(|| &self.s[start..self.i])
+        // serde_json reads a whole number exactly only within i64 and u64; beyond them it
+        // reads a double, which a question id refuses.
+        let exact = std::str::from_utf8(&self.s[start..self.i])
+            .ok()
+            .and_then(|t| t.parse::<i128>().ok())
+            .is_some_and(|v| i128::from(i64::MIN) <= v && v <= i128::from(u64::MAX));
+        (self.i > digits && end_ok && canonical && exact).then(|| &self.s[start..self.i])
     }
     /// Skips one JSON value of a field judge does not read, checked as strictly as
     /// serde_json checks a field it ignores (syntax only: no number range, no UTF-8 inside
@@ -816,15 +839,15 @@ struct TaskTable<'a> {
 }
 
 impl<'a> TaskTable<'a> {
-    /// The block-local number of `label` (valid UTF-8 text), new labels appended to `keys`.
-    fn intern(&mut self, keys: &mut Vec<u128>, label: &'a [u8]) -> Result<u32, String> {
+    /// The block-local number of `label` (UTF-8 text: the scanner checked it), new labels
+    /// appended to `keys`.
+    fn intern(&mut self, keys: &mut Vec<u128>, label: &'a [u8]) -> u32 {
         if let Some(&i) = self.by_bytes.get(label) {
-            return Ok(i);
+            return i;
         }
-        std::str::from_utf8(label).map_err(|_| "a question_id is not valid UTF-8".to_string())?;
         let i = self.by_key(keys, label);
         self.by_bytes.insert(label, i);
-        Ok(i)
+        i
     }
 
     /// [`TaskTable::intern`] of a decoded label (not cached by its bytes).
@@ -895,7 +918,7 @@ fn add_row<'a>(
     let a = intern(models, &mut chunk.models, model_a)?;
     let b = intern(models, &mut chunk.models, model_b)?;
     let task = match question {
-        Some(q) if unit == BootstrapUnit::Task => tasks.intern(&mut chunk.tasks, q)?,
+        Some(q) if unit == BootstrapUnit::Task => tasks.intern(&mut chunk.tasks, q),
         _ => u32::MAX,
     };
     chunk.rows.push(Row {

@@ -27,6 +27,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The first 12 characters of a hash, as shown to people: cut at a character boundary, so a
+/// hash edited by hand (in a run's files) cannot make the cut panic.
+pub fn short_hash(hash: &str) -> &str {
+    hash.char_indices()
+        .nth(12)
+        .map_or(hash, |(end, _)| &hash[..end])
+}
+
 /// Lowercase hex of a byte string.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -68,7 +68,13 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         )?,
     };
     let mut run_dir = RunDir::at(&config.runs_dir(), &run_name)?;
-    let mut manifest = if run_dir.exists() {
+    let resumed = run_dir.exists();
+    if resumed {
+        // Locked before its manifest is read: a command that finishes meanwhile (check,
+        // compare) must not have its manifest sections overwritten by this copy.
+        run_dir.create_and_lock()?;
+    }
+    let mut manifest = if resumed {
         let mut old = read_manifest(&run_dir)?;
         let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
         if let Some(conflict) = resume_conflict(&old, &suite, &config.run, &models, &providers) {
@@ -90,8 +96,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             config.run.clone(),
         )
     };
-
-    run_dir.create_and_lock()?;
+    if !resumed {
+        run_dir.create_and_lock()?;
+    }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);
     manifest.status = "running".into();
@@ -179,7 +186,13 @@ fn refuse_missing_answer_sets(
             .join(&suite.name)
             .join("answers")
             .join(&m.model);
-        if folder.is_dir() {
+        // Only a set name that is one folder name can be an empty set's folder (not `a/`,
+        // `.` or an empty name, which point elsewhere).
+        let one_name = !m.model.is_empty()
+            && m.model != "."
+            && m.model != ".."
+            && !m.model.contains(['/', '\\']);
+        if one_name && folder.is_dir() {
             return Err(JudgeError::usage(format!(
                 "model `{}` replays answer set `{}`, whose folder {} holds no answers; add one <task>.md per task",
                 m.id,

@@ -330,7 +330,7 @@ fn from_run(
             prompt_hashes.len(),
             prompt_hashes
                 .keys()
-                .map(|h| &h[..12.min(h.len())])
+                .map(|h| crate::short_hash(h))
                 .collect::<Vec<_>>()
                 .join(", ")
         );

@@ -86,8 +86,8 @@ impl Manifest {
 pub fn suite_changes(recorded: &SuiteInfo, suite: &crate::suite::Suite) -> String {
     let hashes = format!(
         "hash {} → {}",
-        &recorded.hash[..12.min(recorded.hash.len())],
-        &suite.hash[..12]
+        crate::short_hash(&recorded.hash),
+        crate::short_hash(&suite.hash)
     );
     match suite.changes_since(&recorded.files) {
         Some(files) => format!("{files}; {hashes}"),

@@ -97,9 +97,7 @@ impl Leaderboard {
         format!(
             "judge: {} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
             h.judge.as_deref().unwrap_or("n/a"),
-            h.prompt_sha256
-                .as_deref()
-                .map_or("n/a", |s| &s[..12.min(s.len())]),
+            h.prompt_sha256.as_deref().map_or("n/a", crate::short_hash),
             h.order_flip_rate.map_or("n/a".into(), |r| fmt_float(r, 3)),
             h.seed,
             h.resamples,

@@ -608,6 +608,18 @@ fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
         "{}",
         text(&out)
     );
+    // A hash edited by hand into something else is a changed suite, not a crash.
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    manifest["suite"]["hash"] = "aéééééééééé".into();
+    p.write("runs/r/manifest.json", &manifest.to_string());
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("(hash aéééééééééé → "),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Answer sets are model outputs, not part of the suite: adding one (and its model) to a run
@@ -643,6 +655,22 @@ fn a_new_answer_set_joins_an_existing_run() {
         text(&out)
     );
     std::fs::remove_dir(p.path().join("suites/demo/answers/nosuch")).unwrap();
+    // A set name that is not one folder name is not mistaken for an empty set's folder.
+    for set in ["a/", "."] {
+        p.write(
+            "judge.toml",
+            &files_config(&[("a", "a", "f"), ("d", set, "h")]),
+        );
+        let out = p.run(&["generate", "--run", "typo"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "model `d` replays answer set `{set}`, which suite `demo` does not have"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
     p.write(
         "judge.toml",
         &files_config(&[("a", "a", "f"), ("b", "b", "g"), ("c", "c", "h")]),
