@@ -90,7 +90,25 @@ struct OwnedRow<'a> {
     #[serde(borrow, default)]
     task: Option<QuestionId<'a>>,
     #[serde(borrow, default)]
-    judge: Option<Cow<'a, str>>,
+    judge: Option<JudgeField<'a>>,
+}
+
+/// A row's `judge`: a name in judge's own comparisons; in other files whatever the source
+/// put there (a labeller id, a list), which is not read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JudgeField<'a> {
+    Name(#[serde(borrow)] Cow<'a, str>),
+    Other(serde::de::IgnoredAny),
+}
+
+impl JudgeField<'_> {
+    fn name(&self) -> Option<&str> {
+        match self {
+            JudgeField::Name(name) => Some(name),
+            JudgeField::Other(_) => None,
+        }
+    }
 }
 
 /// A `question_id` as a string or a whole number (some battle datasets number their
@@ -476,7 +494,9 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
             Err(_) => match serde_json::from_slice::<OwnedRow>(line) {
                 Ok(r) if r.question_id.is_some() && r.task.is_some() => Err(BOTH.to_string()),
                 Ok(r) => {
-                    if let (Some(judge), Some(_)) = (&r.judge, &r.task) {
+                    if let (Some(judge), Some(_)) =
+                        (r.judge.as_ref().and_then(JudgeField::name), &r.task)
+                    {
                         chunk.note_judge(judge.as_bytes());
                     }
                     add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
@@ -524,7 +544,7 @@ impl<'a> Scanner<'a> {
     /// A flat object with the four fields as plain strings, read in place.
     fn object(&mut self) -> Option<Fields<'a>> {
         let mut found: [Option<&'a [u8]>; 4] = [None; 4];
-        let (mut by_task, mut judge) = (false, None);
+        let (mut by_task, mut judge, mut judged) = (false, None, false);
         self.blanks();
         self.eat(b'{')?;
         self.blanks();
@@ -553,8 +573,16 @@ impl<'a> Scanner<'a> {
             // bootstrap does not number) must still be UTF-8, as serde_json wants it (model
             // names are checked as they are interned, the winner against its few spellings).
             match position.map(|k| k.min(5)) {
-                Some(5) if judge.is_some() => return None,
-                Some(5) => judge = Some(self.plain_text()?),
+                Some(5) if judged => return None,
+                // A `judge` that is not a string (other sources' metadata) is not read.
+                Some(5) if self.peek()? != b'"' => {
+                    judged = true;
+                    self.skip_value()?;
+                }
+                Some(5) => {
+                    judged = true;
+                    judge = Some(self.plain_text()?);
+                }
                 Some(4) if found[3].is_some() => return None,
                 Some(k) if k < 4 && found[k].is_some() => return None,
                 Some(3 | 4) if self.peek()? != b'"' => found[3] = Some(self.integer()?),

@@ -147,6 +147,25 @@ fn the_scanner_takes_nothing_serde_json_refuses() {
     }
 }
 
+/// Other sources put other things under `judge` (a list, a number): in a battle file it is
+/// not read, so it does not refuse the row, on either path.
+#[test]
+fn a_judge_that_is_not_a_name_is_not_read() {
+    for judge in [r#"["gpt-4","pair-v2"]"#, "7", r#"{"id":1}"#, "null"] {
+        for model_a in ["x", r"\u0078"] {
+            let line = format!(
+                r#"{{"model_a":"{model_a}","model_b":"y","winner":"tie","judge":{judge},"question_id":"q"}}"#
+            );
+            let (models, rows) = parse(&line, BootstrapUnit::Task).expect(&line);
+            assert_eq!(models, ["x", "y"], "{line}");
+            assert_eq!(rows.len(), 1, "{line}");
+        }
+    }
+    let twice = r#"{"model_a":"x","model_b":"y","winner":"tie","judge":1,"judge":"j"}"#;
+    assert_eq!(scan_line(twice.as_bytes()), None);
+    assert!(parse(twice, BootstrapUnit::Comparison).is_err());
+}
+
 #[test]
 fn invalid_utf8_in_a_name_is_an_error() {
     let mut line = br#"{"model_a":"x"#.to_vec();
