@@ -593,7 +593,7 @@ fn resolve_models(
                     } else {
                         known.join(", ")
                     },
-                    m.provider
+                    toml_key(&m.provider)
                 ),
             ));
         }
@@ -643,6 +643,19 @@ fn valid_id(id: &str) -> bool {
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-:/".contains(c))
+}
+
+/// `name` as a TOML key: bare when TOML allows it, else quoted.
+fn toml_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        name.to_string()
+    } else {
+        format!("{:?}", name)
+    }
 }
 
 #[cfg(test)]

@@ -92,6 +92,10 @@ fn unknown_provider_is_refused() {
     let e = error_of(&GOOD.replace("provider = \"oa\"", "provider = \"nope\""));
     assert!(e.contains("models[1].provider"), "{e}");
     assert!(e.contains("unknown provider `nope`"), "{e}");
+    assert!(e.ends_with("add a [providers.nope] table"), "{e}");
+    // The table to add is written as TOML would need it: a dotted name is quoted.
+    let e = error_of(&GOOD.replace("provider = \"oa\"", "provider = \"my.vllm\""));
+    assert!(e.ends_with(r#"add a [providers."my.vllm"] table"#), "{e}");
 }
 
 #[test]
