@@ -88,7 +88,9 @@ pub struct CheckRecord {
 /// 5: the check may end itself with SystemExit(0) (unittest.main(), sys.exit(0)); a coding
 /// cookie is honoured; a forked child cannot finish for the check.
 /// 6: a status is an int's real value, subclasses included (`sys.exit(IntEnum.OK)` is 0).
-pub const RUNNER_VERSION: u32 = 6;
+/// 7: processes of multiprocessing's spawn and forkserver no longer look for check.py (a pool
+/// of the solution's functions hung, a timeout for every model).
+pub const RUNNER_VERSION: u32 = 7;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -132,6 +132,12 @@ try:
     _main = types.ModuleType('__main__')
     _main.__file__ = 'check.py'
     _main.__builtins__ = builtins
+    # Named `__main__` by its spec, a process started by multiprocessing's spawn or
+    # forkserver (Linux's default from Python 3.14) does not look for the file check.py,
+    # which is not in the sandbox: it imports only what it unpickles (the solution's
+    # functions), where a search for the file would fail and restart the workers forever.
+    import importlib.machinery
+    _main.__spec__ = importlib.machinery.ModuleSpec('__main__', None)
     sys.modules['__main__'] = _main
     exec(_check, _main.__dict__)
     code = 0

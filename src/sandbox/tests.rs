@@ -1233,3 +1233,22 @@ fn the_original_streams_are_flushed() {
         assert_eq!(r.stdout_tail, "FAIL: reason\n", "{mode:?}: {r:?}");
     }
 }
+
+/// A check may hand the solution's functions to a process pool under every start method
+/// (`forkserver` is Linux's default from Python 3.14): the children import `solution`, and
+/// find no check file to re-import, as there is none.
+#[test]
+fn a_pool_of_the_solutions_functions_works_under_every_start_method() {
+    let solution = "def square(x):\n    return x * x\n";
+    for method in ["fork", "spawn", "forkserver"] {
+        let check = format!(
+            "import multiprocessing as mp, solution\nwith mp.get_context('{method}').Pool(2) as pool:\n    assert pool.map(solution.square, [2, 3]) == [4, 9]\n"
+        );
+        for mode in modes() {
+            let mut p = policy(mode);
+            p.wall_timeout = Duration::from_secs(30);
+            let r = run(&p, &check, solution);
+            assert_eq!(r.result, CheckResult::Pass, "{method} {mode:?}: {r:?}");
+        }
+    }
+}
