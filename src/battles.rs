@@ -202,6 +202,11 @@ pub struct ArrayLines<R> {
     opened: bool,
     /// The outer `]` was seen.
     closed: bool,
+    /// Top-level commas seen so far (elements before the current one).
+    commas: u64,
+    /// The current element has begun (something other than whitespace since the last
+    /// top-level comma or the `[`): an empty one is two commas in a row or a trailing comma.
+    started: bool,
 }
 
 impl<R: Read> ArrayLines<R> {
@@ -214,8 +219,15 @@ impl<R: Read> ArrayLines<R> {
             escaped: false,
             opened: false,
             closed: false,
+            commas: 0,
+            started: false,
         }
     }
+}
+
+/// A structural error of the outer array, as a read error.
+fn array_error(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
 }
 
 impl<R: Read> Read for ArrayLines<R> {
@@ -253,6 +265,7 @@ impl<R: Read> Read for ArrayLines<R> {
                     match b {
                         b'"' => {
                             self.in_string = true;
+                            self.started = true;
                             Some(b)
                         }
                         b'[' if !self.opened && self.depth == 0 => {
@@ -262,22 +275,47 @@ impl<R: Read> Read for ArrayLines<R> {
                         }
                         b'[' | b'{' => {
                             self.depth += 1;
+                            self.started = true;
                             Some(b)
                         }
                         b']' | b'}' if self.depth > 0 => {
                             self.depth -= 1;
                             // The outer `]` ends the last element's line.
                             if self.depth == 0 {
+                                if self.commas > 0 && !self.started {
+                                    return Err(array_error(format!(
+                                        "the JSON array ends with a comma after element {}, which JSON does not allow",
+                                        self.commas
+                                    )));
+                                }
                                 self.closed = true;
                                 Some(b'\n')
                             } else {
                                 Some(b)
                             }
                         }
-                        b',' if self.depth == 1 => Some(b'\n'),
+                        b',' if self.depth == 1 => {
+                            if !self.started {
+                                return Err(array_error(if self.commas == 0 {
+                                    "the JSON array's first element is empty (a comma right after `[`)".to_string()
+                                } else {
+                                    format!(
+                                        "element {} of the JSON array is empty (two commas in a row)",
+                                        self.commas + 1
+                                    )
+                                }));
+                            }
+                            self.commas += 1;
+                            self.started = false;
+                            Some(b'\n')
+                        }
                         // Also before the `[`, so that element 1 is line 1.
                         b'\n' | b'\r' if self.depth > 0 || !self.opened => Some(b' '),
-                        _ => Some(b),
+                        b' ' | b'\t' | b'\n' | b'\r' => Some(b),
+                        _ => {
+                            self.started = true;
+                            Some(b)
+                        }
                     }
                 };
                 if let Some(b) = keep {

@@ -349,7 +349,7 @@ fn a_json_array_reads_as_its_lines() {
     let expected = parse(lines, BootstrapUnit::Task).expect("valid lines");
     let compact = format!("[{}]", lines.trim_end().replace('\n', ","));
     let indented = format!(
-        "\u{feff}\n  [\r\n  {},\n  ]  \n",
+        "\u{feff}\n  [\r\n  {}\n  ]  \n",
         lines
             .trim_end()
             .replace('\n', ",\n  ")
@@ -433,6 +433,16 @@ fn a_cut_short_or_padded_array_and_positional_rows_are_refused() {
         (format!("[{row},\n"), "ends before its closing `]`"),
         (format!("[{row}]garbage"), "text after the closing `]`"),
         (format!("[{row}]\n[{row}]"), "text after the closing `]`"),
+        // Not JSON, and an empty element may be a deleted one (found by fuzzing).
+        (
+            format!("[{row},\n ,{row}]"),
+            "element 2 of the JSON array is empty (two commas in a row)",
+        ),
+        (
+            format!("[{row}, {row},\n]"),
+            "the JSON array ends with a comma after element 2",
+        ),
+        (format!("[ ,{row}]"), "first element is empty"),
     ] {
         let e = parse_battles(ArrayLines::new(text.as_bytes()), BootstrapUnit::Comparison)
             .expect_err(&text)
@@ -447,6 +457,15 @@ fn a_cut_short_or_padded_array_and_positional_rows_are_refused() {
             .expect_err(text)
             .to_string();
         assert!(e.contains("not a JSON object"), "{text}: {e}");
+    }
+    for text in [
+        "[]".to_string(),
+        " [ \n ] \n".to_string(),
+        format!("[ {row} ,\n {row} ]"),
+    ] {
+        let (_, rows) = parse_battles(ArrayLines::new(text.as_bytes()), BootstrapUnit::Comparison)
+            .expect(&text);
+        assert_eq!(rows.len(), text.matches("model_a\":").count(), "{text}");
     }
     let e = parse_battles(
         ArrayLines::new(format!("[[{row}]]").as_bytes()),
