@@ -575,13 +575,30 @@ fn sheet_row_mismatch(
         .then(|| format!("the sheet shows other answers for `{id}` than the current sample"))
 }
 
+/// The sheet's delimiter: a comma, unless its header line holds more semicolons or tabs
+/// (spreadsheets in many locales save "CSV" with semicolons).
+fn sheet_delimiter(bytes: &[u8]) -> u8 {
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let count = |d: u8| header.iter().filter(|&&b| b == d).count();
+    [b',', b';', b'\t']
+        .into_iter()
+        .max_by_key(|&d| (count(d), d == b','))
+        .unwrap_or(b',')
+}
+
 fn read_sheet(
     file: &Path,
     l: &Labelling,
     labeller: &str,
 ) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
-    let mut reader = csv::Reader::from_path(file)
-        .map_err(|e| JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display())))?;
+    let unreadable = |e: &dyn std::fmt::Display| {
+        JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display()))
+    };
+    let delimiter = sheet_delimiter(&std::fs::read(file).map_err(|e| unreadable(&e))?);
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .from_path(file)
+        .map_err(|e| unreadable(&e))?;
     let headers = reader
         .headers()
         .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?
@@ -597,8 +614,13 @@ fn read_sheet(
     let by_id: BTreeMap<&str, &SampleItem> =
         l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
-    for (i, row) in reader.records().enumerate() {
-        let line = i + 2;
+    for row in reader.records() {
+        // The line a row starts on (cells hold whole answers, so rows span many lines).
+        let line = match &row {
+            Ok(r) => r.position().map(csv::Position::line),
+            Err(e) => e.position().map(csv::Position::line),
+        }
+        .unwrap_or(0);
         let at = |msg: String| format!("{}:{line}: {msg}", file.display());
         let row = match row {
             Ok(r) => r,

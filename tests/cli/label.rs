@@ -663,3 +663,73 @@ fn people_label_at_once_and_scores_run_alongside() {
     assert_eq!(p.jsonl("runs/r/labels/alice.jsonl").len(), 1);
     assert_eq!(p.jsonl("runs/r/labels/bob.jsonl").len(), 1);
 }
+
+/// A sheet as spreadsheets in many locales save it (semicolons, CRLF, a byte order mark)
+/// imports, and an error names the line its row starts on in the file, though cells hold
+/// whole multi-line answers.
+#[test]
+fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
+    let p = Project::offline();
+    for args in [
+        &["run", "--run", "r"][..],
+        &["label", "sample", "--run", "r", "--n", "6"],
+        &["label", "export", "--run", "r", "--output", "sheet.csv"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    let mut rows: Vec<csv::StringRecord> = csv::Reader::from_path(p.path().join("sheet.csv"))
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    let header = csv::StringRecord::from(vec![
+        "item", "task", "prompt", "answer_1", "answer_2", "choice",
+    ]);
+    let write = |name: &str, delimiter: u8, rows: &[csv::StringRecord]| {
+        let mut w = csv::WriterBuilder::new()
+            .delimiter(delimiter)
+            .terminator(csv::Terminator::CRLF)
+            .from_writer(b"\xEF\xBB\xBF".to_vec());
+        w.write_record(&header).unwrap();
+        for r in rows {
+            w.write_record(r).unwrap();
+        }
+        std::fs::write(p.path().join(name), w.into_inner().unwrap()).unwrap();
+    };
+    for r in &mut rows {
+        let mut cells: Vec<String> = r.iter().map(String::from).collect();
+        cells[5] = "1".into();
+        *r = csv::StringRecord::from(cells);
+    }
+    let mut bad = rows.clone();
+    let mut cells: Vec<String> = bad[3].iter().map(String::from).collect();
+    cells[5] = "maybe".into();
+    bad[3] = csv::StringRecord::from(cells);
+    write("bad.csv", b',', &bad);
+    let line = csv::Reader::from_path(p.path().join("bad.csv"))
+        .unwrap()
+        .records()
+        .nth(3)
+        .unwrap()
+        .unwrap()
+        .position()
+        .unwrap()
+        .line();
+    assert!(
+        line > 5,
+        "cells span lines: the 4th row starts on line {line}"
+    );
+    let import = |file: &str| p.run(&["label", "import", file, "--run", "r", "--labeller", "eva"]);
+    let out = import("bad.csv");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("bad.csv:{line}: choice `maybe`")),
+        "{}",
+        text(&out)
+    );
+    write("semicolons.csv", b';', &rows);
+    let out = import("semicolons.csv");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/labels/eva.jsonl").len(), 6);
+}
