@@ -228,7 +228,8 @@ pub struct RankArgs {
     pub run: Option<String>,
 
     /// Rank battles from a JSON Lines file in the Chatbot Arena convention: {"model_a",
-    /// "model_b", "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "question_id"?}.
+    /// "model_b", "winner": "model_a"|"model_b"|"tie"|"tie (bothbad)", "question_id"?} (or
+    /// one JSON array of them); `-` reads standard input.
     #[arg(long, value_name = "FILE")]
     pub comparisons: Option<PathBuf>,
 

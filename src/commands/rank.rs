@@ -435,15 +435,23 @@ fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {
 /// Streams a battles file (JSON Lines) into compact rows; memory grows with models and tasks,
 /// and 16 bytes per row.
 pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        JudgeError::usage(format!(
-            "cannot read comparisons file `{}`: {e}",
-            path.display()
-        ))
-    })?;
+    // `-` is standard input (`zcat battles.jsonl.gz | judge rank --comparisons -`).
+    let stdin = path == Path::new("-");
+    let shown = if stdin { Path::new("<stdin>") } else { path };
+    let mut file: Box<dyn Read + Send> = if stdin {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(path).map_err(|e| {
+            JudgeError::usage(format!(
+                "cannot read comparisons file `{}`: {e}",
+                path.display()
+            ))
+        })?)
+    };
+    let path = shown;
     // Enough of the start to tell JSON Lines from an array, then the rest.
     let mut head = Vec::with_capacity(4096);
-    (&file)
+    (&mut file)
         .take(4096)
         .read_to_end(&mut head)
         .with_context(|| format!("failed to read `{}`", path.display()))?;
@@ -453,9 +461,16 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     let parsed = match shape {
         BattlesShape::Lines => parse_battles_judged(reader, unit),
         BattlesShape::Array => parse_battles_judged(ArrayLines::new(reader), unit),
+        BattlesShape::Gzip if stdin => {
+            return Err(JudgeError::usage(
+                "standard input is gzip-compressed; decompress it on the way (`gzip -dc FILE | judge rank --comparisons -`)",
+            )
+            .into());
+        }
         BattlesShape::Gzip => {
             return Err(JudgeError::usage(format!(
-                "`{}` is gzip-compressed; decompress it first (`gzip -dc {} > battles.jsonl`)",
+                "`{}` is gzip-compressed; decompress it first (`gzip -dc {} > battles.jsonl`, or `gzip -dc {} | judge rank --comparisons -`)",
+                path.display(),
                 path.display(),
                 path.display()
             ))

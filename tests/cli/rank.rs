@@ -240,6 +240,17 @@ fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
         let from_array = p.run(&["rank", "--comparisons", "b.json", "--bootstrap-unit", unit]);
         assert_eq!(from_array.status.code(), Some(0), "{}", text(&from_array));
         assert_eq!(from_array.stdout, from_lines.stdout, "{unit}");
+        // `-` reads standard input, in either shape.
+        for file in [lines.as_str(), "b.json"] {
+            let piped = p
+                .judge()
+                .args(["rank", "--comparisons", "-", "--bootstrap-unit", unit])
+                .stdin(std::fs::File::open(p.path().join(file)).unwrap())
+                .output()
+                .unwrap();
+            assert_eq!(piped.status.code(), Some(0), "{}", text(&piped));
+            assert_eq!(piped.stdout, from_lines.stdout, "{unit} {file} from stdin");
+        }
     }
     let mut bad = rows.clone();
     bad[41]["winner"] = "nobody".into();
@@ -266,6 +277,18 @@ fn a_json_array_ranks_as_its_lines_and_gzip_is_named() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains("is gzip-compressed; decompress it first"),
+        "{}",
+        text(&out)
+    );
+    let out = p
+        .judge()
+        .args(["rank", "--comparisons", "-"])
+        .stdin(std::fs::File::open(p.path().join("b.jsonl.gz")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("standard input is gzip-compressed; decompress it on the way"),
         "{}",
         text(&out)
     );
