@@ -107,6 +107,34 @@ pub struct ProviderConfig {
     pub timeout_secs: u64,
     /// Retries per request after the first attempt.
     pub max_retries: u32,
+    /// `openai` only: the body field that carries the token cap.
+    #[serde(default, skip_serializing_if = "TokenLimitField::is_default")]
+    pub token_limit_field: TokenLimitField,
+}
+
+/// The OpenAI request field that carries the token cap: `max_tokens` (every OpenAI-compatible
+/// server), or `max_completion_tokens`, which OpenAI's reasoning models (o-series, GPT-5)
+/// require and which counts their reasoning tokens too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenLimitField {
+    #[default]
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimitField {
+    /// The field's name in the request body.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenLimitField::MaxTokens => "max_tokens",
+            TokenLimitField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == TokenLimitField::MaxTokens
+    }
 }
 
 /// A model being evaluated, or a judge (same shape).
@@ -192,9 +220,12 @@ pub struct RunSettings {
     /// Free-text instruction added after the style preset ("" = none).
     pub instruction: String,
     pub seed: u64,
-    /// Token cap for judge replies (judges always run at temperature 0).
+    /// Token cap for judge replies.
     #[serde(default = "default_judge_max_tokens")]
     pub judge_max_tokens: u32,
+    /// Temperature of judge calls (default 0; a reasoning model as judge takes only 1).
+    #[serde(default)]
+    pub judge_temperature: f64,
 }
 
 /// The generation settings stored with every output.
@@ -280,6 +311,8 @@ struct RawRun {
     seed: u64,
     #[serde(default = "default_judge_max_tokens")]
     judge_max_tokens: u32,
+    #[serde(default)]
+    judge_temperature: f64,
 }
 
 fn default_judge_max_tokens() -> u32 {
@@ -304,6 +337,7 @@ struct RawProvider {
     tokens_per_minute: Option<u64>,
     timeout_secs: Option<u64>,
     max_retries: Option<u32>,
+    token_limit_field: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -482,6 +516,15 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
             ),
         ));
     }
+    if !(0.0..=2.0).contains(&raw.judge_temperature) {
+        return Err(err(
+            "run.judge_temperature",
+            format!(
+                "{} is outside 0.0..=2.0; judges normally run at 0.0 (1.0 for a reasoning model that takes nothing else)",
+                raw.judge_temperature
+            ),
+        ));
+    }
     Ok(RunSettings {
         suite: raw.suite,
         max_tokens: raw.max_tokens,
@@ -490,6 +533,7 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
         instruction: raw.instruction.trim().to_string(),
         seed: raw.seed,
         judge_max_tokens: raw.judge_max_tokens,
+        judge_temperature: raw.judge_temperature,
     })
 }
 
@@ -543,6 +587,28 @@ fn resolve_provider(
             (Some(url.trim_end_matches('/').to_string()), env)
         }
     };
+    let token_limit_field = match (p.token_limit_field.as_deref(), kind) {
+        (None, _) => TokenLimitField::MaxTokens,
+        (Some("max_tokens"), ProviderKind::Openai) => TokenLimitField::MaxTokens,
+        (Some("max_completion_tokens"), ProviderKind::Openai) => {
+            TokenLimitField::MaxCompletionTokens
+        }
+        (Some(other), ProviderKind::Openai) => {
+            return Err(err(
+                &at("token_limit_field"),
+                format!("`{other}` is not one of max_tokens, max_completion_tokens"),
+            ));
+        }
+        (Some(_), other) => {
+            return Err(err(
+                &at("token_limit_field"),
+                format!(
+                    "only `openai` providers take it (this one is `{}`); remove it",
+                    other.as_str()
+                ),
+            ));
+        }
+    };
     Ok(ProviderConfig {
         name: name.to_string(),
         kind,
@@ -553,6 +619,7 @@ fn resolve_provider(
         tokens_per_minute: p.tokens_per_minute.unwrap_or(0),
         timeout_secs,
         max_retries: p.max_retries.unwrap_or(6),
+        token_limit_field,
     })
 }
 

@@ -247,6 +247,18 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    let now = inputs.config.run.judge_temperature;
+    // Runs judged before the setting existed were judged at 0.
+    let before = recorded
+        .get("judge_temperature")
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(0.0);
+    if before != now {
+        return Err(JudgeError::usage(format!(
+            "[run] judge_temperature is {now} but run `{run}` was judged at {before}; judgments at different temperatures cannot be mixed: restore {before}, or judge into a new run"
+        ))
+        .into());
+    }
     // The exec judge's entry has no provider or model, so it does not parse as a ModelConfig.
     let earlier: Vec<ModelConfig> = recorded
         .get("judges")
@@ -523,10 +535,10 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         model: judge.model.clone(),
         messages: vec![Message::system(prompt.system), Message::user(prompt.user)],
         max_tokens: ctx.config.run.judge_max_tokens,
-        temperature: 0.0,
+        temperature: ctx.config.run.judge_temperature,
     };
     let http = &ctx.http[&judge.provider];
-    let wire = to_wire(http.config().kind, &request);
+    let wire = to_wire(http.config(), &request);
     for attempt in 1..=2 {
         let refresh = ctx.refresh || call.retry;
         let result = cached_call(&ctx.cache, http, &wire, attempt, refresh, &ctx.stop).await?;
@@ -660,7 +672,7 @@ fn finish(
                 .any(|j| j.get("id").and_then(|v| v.as_str()) != Some(EXEC_JUDGE))
                 .then_some(&ctx.prompt_sha256),
             "judge_max_tokens": ctx.config.run.judge_max_tokens,
-            "judge_temperature": 0.0,
+            "judge_temperature": ctx.config.run.judge_temperature,
             "judge_agreement": agreements,
             "missing_comparisons": missing,
             "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),

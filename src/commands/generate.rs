@@ -473,10 +473,10 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
     };
     let result = match provider.kind {
         ProviderKind::Files => files::answer(&ctx.suite, &model.model, &task.id),
-        kind => {
+        _ => {
             let http = &ctx.http[&provider.name];
             let wire = to_wire(
-                kind,
+                provider,
                 &chat_request(&ctx.config, &ctx.suite, task, &model.model),
             );
             let call = cached_call(&ctx.cache, http, &wire, 1, ctx.refresh, &ctx.stop).await?;

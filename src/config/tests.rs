@@ -217,3 +217,42 @@ fn toml_errors_name_the_line_of_the_key() {
     let e = error_of("[run]\nsuite = \"mini\"\n\n[[models]]\n");
     assert!(e.contains("line 4") && e.contains("id"), "{e}");
 }
+
+#[test]
+fn token_limit_field_is_an_openai_option_with_two_values() {
+    let with = |field: &str| {
+        GOOD.replace(
+            "max_concurrency = 4",
+            &format!("max_concurrency = 4\ntoken_limit_field = \"{field}\""),
+        )
+    };
+    let config = parse(&with("max_completion_tokens")).expect("valid");
+    assert_eq!(
+        config.providers["oa"].token_limit_field,
+        TokenLimitField::MaxCompletionTokens
+    );
+    assert_eq!(
+        parse(GOOD).expect("valid").providers["oa"].token_limit_field,
+        TokenLimitField::MaxTokens
+    );
+    let e = error_of(&with("max_output_tokens"));
+    assert!(e.contains("providers.oa.token_limit_field"), "{e}");
+    assert!(
+        e.contains("not one of max_tokens, max_completion_tokens"),
+        "{e}"
+    );
+    let e = error_of(&GOOD.replace(
+        "kind = \"files\"",
+        "kind = \"files\"\ntoken_limit_field = \"max_tokens\"",
+    ));
+    assert!(e.contains("only `openai` providers take it"), "{e}");
+}
+
+#[test]
+fn judge_temperature_defaults_to_zero_and_is_bounded() {
+    assert_eq!(parse(GOOD).expect("valid").run.judge_temperature, 0.0);
+    let warm = GOOD.replace("seed = 7", "seed = 7\njudge_temperature = 1.0");
+    assert_eq!(parse(&warm).expect("valid").run.judge_temperature, 1.0);
+    let e = error_of(&GOOD.replace("seed = 7", "seed = 7\njudge_temperature = 3.0"));
+    assert!(e.contains("run.judge_temperature"), "{e}");
+}

@@ -117,6 +117,7 @@ pub fn resume_conflict(
     // The judge's token cap does not touch generation (compare guards it on its own).
     let generation_only = |s: &RunSettings| RunSettings {
         judge_max_tokens: 0,
+        judge_temperature: 0.0,
         ..s.clone()
     };
     let (old_settings, settings) = (generation_only(&old.settings), generation_only(settings));

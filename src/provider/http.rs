@@ -305,6 +305,10 @@ impl HttpProvider {
                 "provider `{name}` reports the account's quota is exhausted ({}); add credit or use another key",
                 err.message
             ),
+            ErrorClass::UnsupportedSetting => format!(
+                "provider `{name}` rejects a setting judge sends ({})",
+                err.message
+            ),
             ErrorClass::UnknownModel => format!(
                 "provider `{name}` does not know the model or endpoint ({}); check `model` and `base_url` in judge.toml",
                 err.message

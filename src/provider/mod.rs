@@ -104,6 +104,9 @@ pub enum ErrorClass {
     QuotaExhausted,
     /// 404: the model does not exist at this provider (aborts the run).
     UnknownModel,
+    /// 400: the model does not take a setting judge sends, e.g. `max_tokens` or a
+    /// temperature other than its default (aborts the run: every request would fail alike).
+    UnsupportedSetting,
     /// A judge reply without a valid final verdict line, also on the retry.
     UnparsableVerdict,
 }
@@ -124,7 +127,10 @@ impl ErrorClass {
     pub fn is_fatal(self) -> bool {
         matches!(
             self,
-            ErrorClass::Auth | ErrorClass::QuotaExhausted | ErrorClass::UnknownModel
+            ErrorClass::Auth
+                | ErrorClass::QuotaExhausted
+                | ErrorClass::UnknownModel
+                | ErrorClass::UnsupportedSetting
         )
     }
 }
@@ -208,10 +214,13 @@ pub struct WireRequest {
     pub estimated_tokens: u64,
 }
 
-/// Translates a request for an HTTP provider kind.
-pub fn to_wire(kind: ProviderKind, req: &ChatRequest) -> WireRequest {
-    let (path, body) = match kind {
-        ProviderKind::Openai => (openai::PATH.into(), openai::build_request(req)),
+/// Translates a request for an HTTP provider.
+pub fn to_wire(provider: &crate::config::ProviderConfig, req: &ChatRequest) -> WireRequest {
+    let (path, body) = match provider.kind {
+        ProviderKind::Openai => (
+            openai::PATH.into(),
+            openai::build_request(req, provider.token_limit_field),
+        ),
         ProviderKind::Anthropic => (anthropic::PATH.into(), anthropic::build_request(req)),
         ProviderKind::Gemini => (gemini::path(&req.model), gemini::build_request(req)),
         ProviderKind::Files => unreachable!("files providers make no HTTP calls"),

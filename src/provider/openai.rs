@@ -7,18 +7,20 @@ use serde_json::{Value, json};
 use super::{
     ChatReply, ChatRequest, ErrorClass, ProviderError, Usage, decode_json, excerpt, malformed,
 };
+use crate::config::TokenLimitField;
 
 /// The path appended to `base_url`.
 pub const PATH: &str = "/chat/completions";
 
-/// The JSON body for a request.
-pub fn build_request(req: &ChatRequest) -> Value {
-    json!({
+/// The JSON body for a request, the token cap in `token_field`.
+pub fn build_request(req: &ChatRequest, token_field: TokenLimitField) -> Value {
+    let mut body = json!({
         "model": req.model,
         "messages": req.messages,
-        "max_tokens": req.max_tokens,
         "temperature": req.temperature,
-    })
+    });
+    body[token_field.as_str()] = json!(req.max_tokens);
+    body
 }
 
 /// Parses a 2xx response body.
@@ -87,18 +89,46 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
 /// Classifies a non-2xx response.
 pub fn classify_status(status: u16, body: &str) -> ProviderError {
     let lower = body.to_ascii_lowercase();
+    let unsupported = unsupported_param(body);
     let class = match status {
         401 | 403 => ErrorClass::Auth,
         404 => ErrorClass::UnknownModel,
         429 if is_quota_exhausted(&lower) => ErrorClass::QuotaExhausted,
         429 => ErrorClass::RateLimited,
         408 => ErrorClass::Timeout,
+        400 if unsupported.is_some() => ErrorClass::UnsupportedSetting,
         500..=599 => ErrorClass::ServerError,
         _ => ErrorClass::ClientError,
     };
-    let mut e = ProviderError::new(class, format!("HTTP {status}: {}", excerpt(body, 300)));
+    let mut message = format!("HTTP {status}: {}", excerpt(body, 300));
+    if class == ErrorClass::UnsupportedSetting {
+        message.push_str(match unsupported.as_deref() {
+            Some("max_tokens") => {
+                "; this model takes its token cap as `max_completion_tokens`: set `token_limit_field = \"max_completion_tokens\"` in its [providers] table"
+            }
+            Some("temperature") => {
+                "; this model takes only its default temperature: set `temperature = 1.0` under [run], which every model then gets alike (judges: `judge_temperature`)"
+            }
+            _ => "; judge cannot send this model's requests without it",
+        });
+    }
+    let mut e = ProviderError::new(class, message);
     e.status = Some(status);
     e
+}
+
+/// The parameter OpenAI names in an `unsupported_parameter` or `unsupported_value` error:
+/// a setting the model does not take (`max_tokens` for reasoning models, a temperature other
+/// than their default), which no retry or other item can get past.
+fn unsupported_param(body: &str) -> Option<String> {
+    let error = serde_json::from_str::<Value>(body)
+        .ok()?
+        .get("error")?
+        .clone();
+    let code = error.get("code")?.as_str()?;
+    matches!(code, "unsupported_parameter" | "unsupported_value")
+        .then(|| error.get("param")?.as_str().map(str::to_string))
+        .flatten()
 }
 
 /// A 429 that no amount of waiting fixes: the account is out of quota or credit.
@@ -131,12 +161,56 @@ mod tests {
             max_tokens: 64,
             temperature: 0.0,
         };
-        let body = build_request(&req);
+        let body = build_request(&req, TokenLimitField::MaxTokens);
         assert_eq!(
             body,
             json!({"model": "gpt-4o-mini", "max_tokens": 64, "temperature": 0.0,
                    "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]})
         );
+        // OpenAI's reasoning models take the same cap under another name.
+        let body = build_request(&req, TokenLimitField::MaxCompletionTokens);
+        assert_eq!(body["max_completion_tokens"], 64);
+        assert!(body.get("max_tokens").is_none(), "{body}");
+    }
+
+    /// OpenAI's 400 for a setting the model does not take ends the run (every request would
+    /// fail alike), saying which setting to change; another 400 fails only its item.
+    #[test]
+    fn an_unsupported_setting_is_fatal_and_says_what_to_set() {
+        let error = |code: &str, param: &str| {
+            json!({"error": {"message": format!("Unsupported parameter: '{param}'"),
+                             "type": "invalid_request_error", "param": param, "code": code}})
+            .to_string()
+        };
+        let e = classify_status(400, &error("unsupported_parameter", "max_tokens"));
+        assert_eq!(e.class, ErrorClass::UnsupportedSetting);
+        assert!(e.class.is_fatal());
+        assert!(
+            e.message
+                .contains("set `token_limit_field = \"max_completion_tokens\"`"),
+            "{}",
+            e.message
+        );
+        let e = classify_status(400, &error("unsupported_value", "temperature"));
+        assert_eq!(e.class, ErrorClass::UnsupportedSetting);
+        assert!(
+            e.message.contains("set `temperature = 1.0` under [run]"),
+            "{}",
+            e.message
+        );
+        let e = classify_status(400, &error("unsupported_parameter", "logprobs"));
+        assert_eq!(e.class, ErrorClass::UnsupportedSetting);
+        for other in [
+            error("context_length_exceeded", "messages"),
+            json!({"error": {"message": "bad", "param": "max_tokens"}}).to_string(),
+            "max_tokens unsupported_parameter".to_string(),
+        ] {
+            assert_eq!(
+                classify_status(400, &other).class,
+                ErrorClass::ClientError,
+                "{other}"
+            );
+        }
     }
 
     #[test]

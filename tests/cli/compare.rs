@@ -627,3 +627,52 @@ fn a_run_whose_judge_failed_every_call_exits_1_not_2() {
     );
     assert!(p.path().join("runs/r/judgments.jsonl").is_file());
 }
+
+/// A reasoning model as judge takes only temperature 1: `[run] judge_temperature` sends it,
+/// the manifest records it, and judgments at another temperature are not mixed into the run.
+#[test]
+fn judge_temperature_reaches_the_judge_and_is_not_mixed() {
+    let server = FakeServer::start(|req: &Received, n: usize| {
+        if req.body["temperature"] != 1.0 {
+            return Reply::status(
+                400,
+                r#"{"error": {"message": "Unsupported value: 'temperature' does not support 0.0 with this model.", "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}"#,
+            );
+        }
+        marker_judge(req, n)
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("(judges: `judge_temperature`)"),
+        "{}",
+        text(&out)
+    );
+    let warm = p
+        .read("judge.toml")
+        .replace("seed = 5", "seed = 5\njudge_temperature = 1.0");
+    p.write("judge.toml", &warm);
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.body["temperature"] == 1.0)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["compare"]["judge_temperature"], 1.0);
+    p.write(
+        "judge.toml",
+        &warm.replace("judge_temperature = 1.0", "judge_temperature = 0.5"),
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("[run] judge_temperature is 0.5 but run `r` was judged at 1"),
+        "{}",
+        text(&out)
+    );
+}

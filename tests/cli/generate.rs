@@ -693,3 +693,59 @@ fn a_new_answer_set_joins_an_existing_run() {
         text(&out)
     );
 }
+
+/// Replies as OpenAI's reasoning models (o-series, GPT-5) do: 400 for `max_tokens` and for
+/// any temperature but 1.
+fn reasoning_model(req: &crate::common::Received, _n: usize) -> Reply {
+    let refuse = |code: &str, param: &str| {
+        Reply::status(
+            400,
+            &serde_json::json!({"error": {
+                "message": format!("Unsupported parameter: '{param}' is not supported with this model."),
+                "type": "invalid_request_error", "param": param, "code": code}})
+            .to_string(),
+        )
+    };
+    if req.body.get("max_tokens").is_some() {
+        return refuse("unsupported_parameter", "max_tokens");
+    }
+    if req.body["temperature"] != 1.0 {
+        return refuse("unsupported_value", "temperature");
+    }
+    echo(req, 0)
+}
+
+/// A reasoning model's refusal of a setting stops the run at once with what to set (it is
+/// not recorded as every item's failure), and the settings it names make the run work: the
+/// cap as `max_completion_tokens` and temperature 1 for every model.
+#[test]
+fn a_reasoning_model_says_which_setting_to_change() {
+    let server = FakeServer::start(reasoning_model);
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("provider `fake` rejects a setting judge sends")
+            && text(&out).contains("set `token_limit_field = \"max_completion_tokens\"`"),
+        "{}",
+        text(&out)
+    );
+    let fixed = config(&server.url, "token_limit_field = \"max_completion_tokens\"");
+    p.write("judge.toml", &fixed);
+    let out = p.run(&["generate", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("set `temperature = 1.0` under [run]"),
+        "{}",
+        text(&out)
+    );
+    p.write(
+        "judge.toml",
+        &fixed.replace("temperature = 0.0", "temperature = 1.0"),
+    );
+    let out = p.run(&["generate", "--run", "r3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let last = server.requests().pop().unwrap();
+    assert_eq!(last.body["max_completion_tokens"], 256);
+    assert_eq!(p.jsonl("runs/r3/outputs.jsonl").len(), 4);
+}
