@@ -140,6 +140,33 @@ pub fn write_atomic_with(
 
 #[cfg(test)]
 mod tests {
+    /// Users' caches survive judge's upgrades only while equal requests keep their keys: the
+    /// key of a default OpenAI request is pinned (the canonical JSON with sorted keys, hashed
+    /// as Python's `json.dumps(sort_keys=True, separators=(",", ":"))` would give it).
+    #[test]
+    fn the_key_of_a_default_openai_request_is_pinned() {
+        use crate::provider::{ChatRequest, Message};
+        let req = ChatRequest {
+            model: "gpt-4o-mini".into(),
+            messages: vec![Message::system("s"), Message::user("u")],
+            max_tokens: 64,
+            temperature: 0.0,
+        };
+        let body =
+            crate::provider::openai::build_request(&req, crate::config::TokenLimitField::MaxTokens);
+        let canonical = canonical_request(
+            "openai",
+            "https://api.openai.com/v1",
+            crate::provider::openai::PATH,
+            &body,
+            1,
+        );
+        assert_eq!(
+            cache_key(&canonical).as_str(),
+            "6e60ad96b8d7d20d541f54a047f3df4705ad58eeb03523f994ee75e77296b213"
+        );
+    }
+
     use super::*;
 
     fn body(temp: f64) -> Value {
