@@ -141,10 +141,10 @@ pub fn write_atomic_with(
 #[cfg(test)]
 mod tests {
     /// Users' caches survive judge's upgrades only while equal requests keep their keys: the
-    /// key of a default OpenAI request is pinned (the canonical JSON with sorted keys, hashed
+    /// key of each provider kind's default request is pinned (the canonical JSON with sorted keys, hashed
     /// as Python's `json.dumps(sort_keys=True, separators=(",", ":"))` would give it).
     #[test]
-    fn the_key_of_a_default_openai_request_is_pinned() {
+    fn the_keys_of_default_requests_are_pinned() {
         use crate::provider::{ChatRequest, Message};
         let req = ChatRequest {
             model: "gpt-4o-mini".into(),
@@ -164,6 +164,28 @@ mod tests {
         assert_eq!(
             cache_key(&canonical).as_str(),
             "6e60ad96b8d7d20d541f54a047f3df4705ad58eeb03523f994ee75e77296b213"
+        );
+        // And the other kinds' default requests.
+        let anthropic = canonical_request(
+            "anthropic",
+            "https://api.anthropic.com",
+            crate::provider::anthropic::PATH,
+            &crate::provider::anthropic::build_request(&req),
+            1,
+        );
+        let gemini = canonical_request(
+            "gemini",
+            "https://generativelanguage.googleapis.com",
+            &crate::provider::gemini::path(&req.model),
+            &crate::provider::gemini::build_request(&req),
+            1,
+        );
+        assert_eq!(
+            [cache_key(&anthropic).as_str(), cache_key(&gemini).as_str()],
+            [
+                "1a2cf993b75500fe8f552ee39f6cb5bd385b7739c28ae5c89bcf851aed254461",
+                "dab0405ca68fd04add92e16282e0837ed0da5dee376190f52d0cfda8d9abf511"
+            ]
         );
     }
 
