@@ -271,6 +271,8 @@ impl<R: Read> Read for ArrayLines<R> {
                         b'[' if !self.opened && self.depth == 0 => {
                             self.opened = true;
                             self.depth = 1;
+                            // Nothing before the `[` (a byte order mark) begins an element.
+                            self.started = false;
                             None
                         }
                         b'[' | b'{' => {

@@ -443,6 +443,7 @@ fn a_cut_short_or_padded_array_and_positional_rows_are_refused() {
             "the JSON array ends with a comma after element 2",
         ),
         (format!("[ ,{row}]"), "first element is empty"),
+        (format!("\u{feff}[,{row}]"), "first element is empty"),
     ] {
         let e = parse_battles(ArrayLines::new(text.as_bytes()), BootstrapUnit::Comparison)
             .expect_err(&text)

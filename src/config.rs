@@ -423,6 +423,19 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
+    if run.judge_temperature > 1.0
+        && let Some(j) = judges
+            .iter()
+            .find(|j| providers[&j.provider].kind == ProviderKind::Anthropic)
+    {
+        return Err(err(
+            "run.judge_temperature",
+            format!(
+                "{} is above 1.0, the most the Anthropic API accepts (judge `{}`); use 0.0..=1.0",
+                run.judge_temperature, j.id
+            ),
+        ));
+    }
     Ok(Config {
         path: PathBuf::from(file),
         root: PathBuf::from("."),
@@ -719,10 +732,21 @@ fn toml_key(name: &str) -> String {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if bare {
-        name.to_string()
-    } else {
-        format!("{:?}", name)
+        return name.to_string();
     }
+    let mut quoted = String::from('"');
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 #[cfg(test)]

@@ -247,17 +247,34 @@ fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    // Each judge's own temperature (judges recorded before it was kept per judge ran at the
+    // run's, and before that setting existed at 0).
     let now = inputs.config.run.judge_temperature;
-    // Runs judged before the setting existed were judged at 0.
-    let before = recorded
+    let run_wide = recorded
         .get("judge_temperature")
         .and_then(serde_json::Value::as_f64)
         .unwrap_or(0.0);
-    if before != now {
-        return Err(JudgeError::usage(format!(
-            "[run] judge_temperature is {now} but run `{run}` was judged at {before}; judgments at different temperatures cannot be mixed: restore {before}, or judge into a new run"
-        ))
-        .into());
+    let recorded_judges = recorded.get("judges").and_then(|j| j.as_array());
+    for judge in &inputs.judges {
+        let Judge::Llm(m) = judge else { continue };
+        let Some(entry) = recorded_judges
+            .into_iter()
+            .flatten()
+            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()))
+        else {
+            continue;
+        };
+        let before = entry
+            .get("temperature")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(run_wide);
+        if before != now {
+            return Err(JudgeError::usage(format!(
+                "[run] judge_temperature is {now} but judge `{}` judged run `{run}` at {before}; its judgments at different temperatures cannot be mixed: restore {before}, judge with other judges only (--judge ID), or judge into a new run",
+                m.id
+            ))
+            .into());
+        }
     }
     // The exec judge's entry has no provider or model, so it does not parse as a ModelConfig.
     let earlier: Vec<ModelConfig> = recorded
@@ -656,7 +673,13 @@ fn finish(
         .unwrap_or_default();
     for j in &ctx.judges {
         let value = match j {
-            Judge::Llm(m) => serde_json::to_value(m).unwrap_or_default(),
+            // Each judge's temperature: a reasoning-model judge (temperature 1) can join a run
+            // others judged at 0, but no judge's own judgments are mixed across temperatures.
+            Judge::Llm(m) => {
+                let mut v = serde_json::to_value(m).unwrap_or_default();
+                v["temperature"] = json!(ctx.config.run.judge_temperature);
+                v
+            }
             Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
         };
         judges.retain(|old| old.get("id").and_then(|v| v.as_str()) != Some(j.id()));

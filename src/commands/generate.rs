@@ -98,6 +98,12 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     };
     if !resumed {
         run_dir.create_and_lock()?;
+        if run_dir.exists() {
+            return Err(JudgeError::usage(format!(
+                "run `{run_name}` was created by another judge process just now; run the command again to resume it"
+            ))
+            .into());
+        }
     }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);

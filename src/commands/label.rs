@@ -594,7 +594,19 @@ fn read_sheet(
     let unreadable = |e: &dyn std::fmt::Display| {
         JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display()))
     };
-    let delimiter = sheet_delimiter(&std::fs::read(file).map_err(|e| unreadable(&e))?);
+    let bytes = std::fs::read(file).map_err(|e| unreadable(&e))?;
+    let delimiter = sheet_delimiter(&bytes);
+    // The file line a record starts on, counted in the file's bytes: after a CRLF record csv's
+    // position (its line, and its byte) is still on the LF that ends the record before.
+    let line_at = |p: &csv::Position| {
+        let mut at = usize::try_from(p.byte())
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        while matches!(bytes.get(at), Some(b'\r' | b'\n')) {
+            at += 1;
+        }
+        1 + bytes[..at].iter().filter(|&&b| b == b'\n').count()
+    };
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(delimiter)
         .from_path(file)
@@ -617,8 +629,8 @@ fn read_sheet(
     for row in reader.records() {
         // The line a row starts on (cells hold whole answers, so rows span many lines).
         let line = match &row {
-            Ok(r) => r.position().map(csv::Position::line),
-            Err(e) => e.position().map(csv::Position::line),
+            Ok(r) => r.position().map(line_at),
+            Err(e) => e.position().map(line_at),
         }
         .unwrap_or(0);
         let at = |msg: String| format!("{}:{line}: {msg}", file.display());

@@ -96,6 +96,11 @@ fn unknown_provider_is_refused() {
     // The table to add is written as TOML would need it: a dotted name is quoted.
     let e = error_of(&GOOD.replace("provider = \"oa\"", "provider = \"my.vllm\""));
     assert!(e.ends_with(r#"add a [providers."my.vllm"] table"#), "{e}");
+    let e = error_of(&GOOD.replace("provider = \"oa\"", "provider = \"a\\u0001\\\"b\""));
+    assert!(
+        e.ends_with(r#"add a [providers."a\u0001\"b"] table"#),
+        "{e}"
+    );
 }
 
 #[test]

@@ -107,9 +107,11 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
                 "; this model takes its token cap as `max_completion_tokens`: set `token_limit_field = \"max_completion_tokens\"` in its [providers] table"
             }
             Some("temperature") => {
-                "; this model takes only its default temperature: set `temperature = 1.0` under [run], which every model then gets alike (judges: `judge_temperature`)"
+                "; this model takes only its default temperature, 1: as a judge set `judge_temperature = 1.0` under [run]; as a model set `temperature = 1.0` under [run], which every model then gets alike"
             }
-            _ => "; judge cannot send this model's requests without it",
+            _ => {
+                "; judge sends every model the same request fields, so this model cannot be used as it is (see the README on OpenAI reasoning models)"
+            }
         });
     }
     let mut e = ProviderError::new(class, message);

@@ -645,7 +645,7 @@ fn judge_temperature_reaches_the_judge_and_is_not_mixed() {
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
-        text(&out).contains("(judges: `judge_temperature`)"),
+        text(&out).contains("as a judge set `judge_temperature = 1.0` under [run]"),
         "{}",
         text(&out)
     );
@@ -671,8 +671,22 @@ fn judge_temperature_reaches_the_judge_and_is_not_mixed() {
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("[run] judge_temperature is 0.5 but run `r` was judged at 1"),
+        text(&out)
+            .contains("[run] judge_temperature is 0.5 but judge `judge-1` judged run `r` at 1"),
         "{}",
+        text(&out)
+    );
+    assert_eq!(manifest["compare"]["judges"][0]["temperature"], 1.0);
+    // Another judge may join at its own temperature: only a judge's own judgments are kept
+    // at one temperature.
+    let second = warm.replace("judge_temperature = 1.0", "judge_temperature = 0.5")
+        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    p.write("judge.toml", &second);
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-2"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("rejects a setting judge sends"),
+        "judge-2 at 0.5 reached the server, which takes only 1: {}",
         text(&out)
     );
 }
