@@ -71,10 +71,16 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         Some(_) => return Err(shape("choices[0].message.content is not a string")),
     };
     if text.trim().is_empty() {
+        // A reasoning model can spend the whole cap on reasoning it does not show.
+        let why = if finish_reason.as_deref() == Some("length") {
+            "; the token cap ran out before any text (a reasoning model spends it on hidden reasoning first): raise max_tokens (judge_max_tokens for a judge) in a new run"
+        } else {
+            ""
+        };
         return Err(ProviderError::new(
             ErrorClass::EmptyOutput,
             format!(
-                "empty reply (finish_reason: {})",
+                "empty reply (finish_reason: {}){why}",
                 finish_reason.as_deref().unwrap_or("none")
             ),
         ));
@@ -233,6 +239,22 @@ mod tests {
     fn length_finish_is_kept() {
         let r = parse_reply(&fixture("length.json")).expect("valid reply");
         assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    }
+
+    /// A reasoning model that spent its whole cap on hidden reasoning returns no text with
+    /// finish_reason `length`: the error says to raise the cap.
+    #[test]
+    fn an_empty_reply_cut_by_the_cap_says_to_raise_it() {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": ""},
+                                       "finish_reason": "length"}],
+                          "usage": {"prompt_tokens": 50, "completion_tokens": 64,
+                                    "completion_tokens_details": {"reasoning_tokens": 64}}});
+        let e = parse_reply_value(&body).expect_err("no text");
+        assert_eq!(e.class, ErrorClass::EmptyOutput);
+        assert!(e.message.contains("raise max_tokens"), "{}", e.message);
+        let stopped = json!({"choices": [{"message": {"content": ""}, "finish_reason": "stop"}]});
+        let e = parse_reply_value(&stopped).expect_err("no text");
+        assert!(!e.message.contains("raise"), "{}", e.message);
     }
 
     #[test]
