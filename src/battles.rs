@@ -584,7 +584,7 @@ impl<'a> Scanner<'a> {
     /// A flat object with the four fields as plain strings, read in place.
     fn object(&mut self) -> Option<Fields<'a>> {
         let mut found: [Option<&'a [u8]>; 4] = [None; 4];
-        let (mut by_task, mut judge, mut judged) = (false, None, false);
+        let (mut by_task, mut judge) = (false, None);
         self.blanks();
         self.eat(b'{')?;
         self.blanks();
@@ -613,16 +613,11 @@ impl<'a> Scanner<'a> {
             // bootstrap does not number) must still be UTF-8, as serde_json wants it (model
             // names are checked as they are interned, the winner against its few spellings).
             match position.map(|k| k.min(5)) {
-                Some(5) if judged => return None,
-                // A `judge` that is not a string (other sources' metadata) is not read.
-                Some(5) if self.peek()? != b'"' => {
-                    judged = true;
-                    self.skip_value()?;
-                }
-                Some(5) => {
-                    judged = true;
-                    judge = Some(self.plain_text()?);
-                }
+                Some(5) if judge.is_some() => return None,
+                // A `judge` that is not a string (other sources' metadata) is not read, but
+                // checked as serde_json checks it, on the one path that reads it.
+                Some(5) if self.peek()? != b'"' => return None,
+                Some(5) => judge = Some(self.plain_text()?),
                 Some(4) if found[3].is_some() => return None,
                 Some(k) if k < 4 && found[k].is_some() => return None,
                 Some(3 | 4) if self.peek()? != b'"' => found[3] = Some(self.integer()?),

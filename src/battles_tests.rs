@@ -161,6 +161,15 @@ fn a_judge_that_is_not_a_name_is_not_read() {
             assert_eq!(rows.len(), 1, "{line}");
         }
     }
+    // What serde_json refuses there is refused on both paths alike.
+    for judge in ["1e400", r#"[1,]"#] {
+        for model_a in ["x", r"\u0078"] {
+            let line = format!(
+                r#"{{"model_a":"{model_a}","model_b":"y","winner":"tie","judge":{judge}}}"#
+            );
+            assert!(parse(&line, BootstrapUnit::Comparison).is_err(), "{line}");
+        }
+    }
     let twice = r#"{"model_a":"x","model_b":"y","winner":"tie","judge":1,"judge":"j"}"#;
     assert_eq!(scan_line(twice.as_bytes()), None);
     assert!(parse(twice, BootstrapUnit::Comparison).is_err());
