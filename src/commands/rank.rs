@@ -438,6 +438,12 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     // `-` is standard input (`zcat battles.jsonl.gz | judge rank --comparisons -`).
     let stdin = path == Path::new("-");
     let shown = if stdin { Path::new("<stdin>") } else { path };
+    if stdin && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(JudgeError::usage(
+            "--comparisons - reads battles from standard input, which is a terminal here; pipe a file into it (`gzip -dc battles.json.gz | judge rank --comparisons -`)",
+        )
+        .into());
+    }
     let mut file: Box<dyn Read + Send> = if stdin {
         Box::new(std::io::stdin())
     } else {
