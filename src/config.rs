@@ -410,31 +410,29 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
-    if run.temperature > 1.0
-        && let Some(m) = models
-            .iter()
-            .find(|m| providers[&m.provider].kind == ProviderKind::Anthropic)
-    {
-        return Err(err(
-            "run.temperature",
-            format!(
-                "{} is above 1.0, the most the Anthropic API accepts (model `{}`); every model gets the same temperature, so use 0.0..=1.0",
-                run.temperature, m.id
-            ),
-        ));
-    }
-    if run.judge_temperature > 1.0
-        && let Some(j) = judges
-            .iter()
-            .find(|j| providers[&j.provider].kind == ProviderKind::Anthropic)
-    {
-        return Err(err(
+    // The Anthropic API takes temperatures up to 1.0: the models' (one for all) and the judges'.
+    for (key, temperature, entries, what) in [
+        ("run.temperature", run.temperature, &models, "model"),
+        (
             "run.judge_temperature",
-            format!(
-                "{} is above 1.0, the most the Anthropic API accepts (judge `{}`); use 0.0..=1.0",
-                run.judge_temperature, j.id
-            ),
-        ));
+            run.judge_temperature,
+            &judges,
+            "judge",
+        ),
+    ] {
+        if temperature > 1.0
+            && let Some(m) = entries
+                .iter()
+                .find(|m| providers[&m.provider].kind == ProviderKind::Anthropic)
+        {
+            return Err(err(
+                key,
+                format!(
+                    "{temperature} is above 1.0, the most the Anthropic API accepts ({what} `{}`); the same temperature goes to every {what}, so use 0.0..=1.0",
+                    m.id
+                ),
+            ));
+        }
     }
     Ok(Config {
         path: PathBuf::from(file),

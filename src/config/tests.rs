@@ -261,3 +261,24 @@ fn judge_temperature_defaults_to_zero_and_is_bounded() {
     let e = error_of(&GOOD.replace("seed = 7", "seed = 7\njudge_temperature = 3.0"));
     assert!(e.contains("run.judge_temperature"), "{e}");
 }
+
+#[test]
+fn anthropic_takes_temperatures_up_to_one_for_models_and_judges() {
+    let claude = GOOD.replace(
+        "[providers.oa]",
+        "[providers.claude]\nkind = \"anthropic\"\n\n[providers.oa]",
+    );
+    let as_model = claude.clone()
+        + "\n[[models]]\nid = \"sonnet\"\nprovider = \"claude\"\nmodel = \"claude-sonnet\"\nfamily = \"anthropic\"\n";
+    let e = error_of(&as_model.replace("temperature = 0.0", "temperature = 1.5"));
+    assert!(e.contains("run.temperature"), "{e}");
+    assert!(e.contains("(model `sonnet`)"), "{e}");
+    assert!(parse(&as_model.replace("temperature = 0.0", "temperature = 1.0")).is_ok());
+    let as_judge = claude
+        + "\n[[judges]]\nid = \"sonnet-judge\"\nprovider = \"claude\"\nmodel = \"claude-sonnet\"\nfamily = \"anthropic\"\n";
+    let e = error_of(&as_judge.replace("seed = 7", "seed = 7\njudge_temperature = 1.5"));
+    assert!(e.contains("run.judge_temperature"), "{e}");
+    assert!(e.contains("(judge `sonnet-judge`)"), "{e}");
+    // The models' temperature is not the judges': 1.5 for models is fine with a Claude judge.
+    assert!(parse(&as_judge.replace("temperature = 0.0", "temperature = 1.5")).is_ok());
+}
