@@ -202,7 +202,13 @@ impl Scores {
         for (who, st) in rows {
             let Some(ci) = st.kappa_ci else { continue };
             let who = crate::report::printable(&who);
-            if ci.width() == 0.0 {
+            if ci.width() == 0.0 && st.agreement == Some(1.0) {
+                // Every resample of items that all agree agrees on all of them.
+                warnings.push(format!(
+                    "{who}: the kappa interval has zero width because the {} item(s) agree every one: resampling them cannot show how far that would hold on other items; label more items",
+                    st.items
+                ));
+            } else if ci.width() == 0.0 {
                 warnings.push(format!(
                     "{who}: the kappa interval has zero width: every resample of the {} item(s) gave the same kappa, which says nothing about its uncertainty; label more items",
                     st.items
@@ -477,8 +483,11 @@ mod tests {
             all.contains("`dave` vs the judge: kappa was undefined in"),
             "{all}"
         );
+        // dave agrees on every item: the zero width is said to come from that.
         assert!(
-            all.contains("`dave` vs the judge: the kappa interval has zero width"),
+            all.contains(
+                "`dave` vs the judge: the kappa interval has zero width because the 6 item(s) agree every one"
+            ),
             "{all}"
         );
         // alice's one item is also dave's: the pooled row counts it twice.
