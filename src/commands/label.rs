@@ -562,7 +562,10 @@ fn sheet_row_mismatch(
         let t = t.replace("\r\n", "\n");
         t.trim().chars().take(SHEET_CHECK_CHARS).collect::<String>()
     };
-    let same = |col: &str, want: &str| cell(col).is_none_or(|got| norm(&got) == norm(want));
+    // The export guarded cells against formulas with a leading `'`: compare what it exported.
+    let same = |col: &str, want: &str| {
+        cell(col).is_none_or(|got| norm(crate::report::unsheet_cell(&got)) == norm(want))
+    };
     let id = &item.item;
     if !same("task", &item.task) {
         return Some(format!(

@@ -105,6 +105,15 @@ pub fn sheet_cell(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A cell read back from a sheet, without the `'` that [`sheet_cell`] put before it (a
+/// spreadsheet may keep or drop it; either way this is the text that was exported).
+pub fn unsheet_cell(s: &str) -> &str {
+    match s.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest,
+        _ => s,
+    }
+}
+
 /// The Unicode bidirectional controls (embeddings, overrides, isolates, marks): shown raw, a
 /// name such as `abc\u{202e}fed` reads as another name, and text after it is reordered.
 pub fn is_bidi_control(c: char) -> bool {
@@ -202,6 +211,18 @@ mod tests {
         assert_eq!(sheet_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(sheet_cell("- item"), "'- item");
         assert_eq!(sheet_cell("plain"), "plain");
+        // Read back, a cell is what was exported, whether a spreadsheet kept the `'` or not.
+        for text in [
+            "=HYPERLINK(1)",
+            "- item",
+            "@x",
+            "plain",
+            "'quoted",
+            "''- twice",
+        ] {
+            assert_eq!(unsheet_cell(&sheet_cell(text)), text);
+        }
+        assert_eq!(unsheet_cell("- item"), "- item");
     }
 
     #[test]

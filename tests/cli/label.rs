@@ -670,6 +670,15 @@ fn people_label_at_once_and_scores_run_alongside() {
 #[test]
 fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     let p = Project::offline();
+    // Answers that open with a Markdown list: exported as `'- …` (no spreadsheet formula),
+    // they must still match the sample when the sheet comes back.
+    for set in std::fs::read_dir(p.path().join("suites/python-pitfalls/answers")).unwrap() {
+        for answer in std::fs::read_dir(set.unwrap().path()).unwrap() {
+            let path = answer.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("- note first\n\n{text}")).unwrap();
+        }
+    }
     for args in [
         &["run", "--run", "r"][..],
         &["label", "sample", "--run", "r", "--n", "6"],
