@@ -610,10 +610,10 @@ fn read_sheet(
         }
         1 + bytes[..at].iter().filter(|&&b| b == b'\n').count()
     };
+    // Parsed from the bytes already read (the sniffing and the line numbers need them too).
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(delimiter)
-        .from_path(file)
-        .map_err(|e| unreadable(&e))?;
+        .from_reader(&bytes[..]);
     let headers = reader
         .headers()
         .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?

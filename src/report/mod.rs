@@ -94,11 +94,14 @@ pub fn printable_text(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// First characters that make a spreadsheet read a cell as a formula.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
 /// A spreadsheet cell that a spreadsheet will not run as a formula: text starting with `=`,
 /// `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (OWASP's advice for CSV
 /// injection; the apostrophe is not shown).
 pub fn sheet_cell(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if s.starts_with(FORMULA_STARTS) {
         format!("'{s}").into()
     } else {
         s.into()
@@ -109,7 +112,7 @@ pub fn sheet_cell(s: &str) -> std::borrow::Cow<'_, str> {
 /// spreadsheet may keep or drop it; either way this is the text that was exported).
 pub fn unsheet_cell(s: &str) -> &str {
     match s.strip_prefix('\'') {
-        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest,
+        Some(rest) if rest.starts_with(FORMULA_STARTS) => rest,
         _ => s,
     }
 }
