@@ -57,15 +57,24 @@ pub fn exec_outcome(a_passed: bool, b_passed: bool) -> Winner {
     }
 }
 
-/// The first ranked model whose family equals the judge's (DESIGN rule 6), if any.
+/// The first ranked model whose family equals the judge's (DESIGN rule 6), if any. Families
+/// are compared by their letters and digits alone, case ignored: `OpenAI`, `open-ai` and
+/// `Open AI` are one family.
 pub fn family_conflict<'a>(
     judge_family: &str,
     models: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Option<&'a str> {
-    let judge_family = judge_family.trim().to_ascii_lowercase();
+    let key = |family: &str| -> String {
+        family
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let judge_family = key(judge_family);
     models
         .into_iter()
-        .find(|(_, fam)| fam.trim().to_ascii_lowercase() == judge_family)
+        .find(|(_, fam)| key(fam) == judge_family)
         .map(|(id, _)| id)
 }
 
@@ -181,10 +190,17 @@ mod tests {
     }
 
     #[test]
-    fn family_match_is_case_insensitive() {
-        let models = [("gpt", "OpenAI"), ("claude", "anthropic")];
+    fn family_match_ignores_case_and_separators() {
+        let models = [
+            ("gpt", "OpenAI"),
+            ("claude", "anthropic"),
+            ("llama", "Meta_AI"),
+        ];
         assert_eq!(family_conflict("openai", models), Some("gpt"));
+        assert_eq!(family_conflict(" open-ai ", models), Some("gpt"));
+        assert_eq!(family_conflict("meta ai", models), Some("llama"));
         assert_eq!(family_conflict("google", models), None);
+        assert_eq!(family_conflict("meta", models), None);
     }
 
     #[test]

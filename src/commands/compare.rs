@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::cache::Cache;
@@ -111,7 +110,15 @@ struct Inputs {
 /// Runs `judge compare`.
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
-    refuse_changed_judge_setup(&inputs)?;
+    let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
+    let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
+    refuse_changed_judge_setup(
+        &inputs.config,
+        &inputs.manifest,
+        inputs.run_dir.name(),
+        &inputs.judges,
+        &judged_by(&existing),
+    )?;
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
@@ -136,8 +143,20 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
-    let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
+    // The judges and their settings are recorded before the first call: a compare killed on
+    // its first pass leaves them for the next one to hold to.
+    let comparisons: Vec<ComparisonRecord> =
+        read_jsonl_repairing(&inputs.run_dir.file(COMPARISONS_FILE))?;
+    let missing = missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
+    record_compare_section(
+        &mut inputs.manifest,
+        &inputs.config,
+        &inputs.judges,
+        &prompt_sha256,
+        &missing,
+        None,
+    );
+    write_json_atomic(&inputs.run_dir.file("manifest.json"), &inputs.manifest)?;
     let stop = Arc::new(Stop::with_deadline(
         args.deadline.map(|d| std::time::Instant::now() + d),
     ));
@@ -210,7 +229,7 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         .into());
     }
     let judges = resolve_judges(&config, wanted_judges)?;
-    refuse_own_family(&judges, &models)?;
+    refuse_own_family(&config, &judges, &models)?;
     if judges.iter().any(|j| matches!(j, Judge::Exec)) {
         refuse_exec_without_checks(&suite)?;
         if let Some(note) = exec_coverage_note(&suite) {
@@ -228,75 +247,228 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
     })
 }
 
-/// Judgments made under different settings must not be mixed in one run: once a run has
-/// judgments, refuse a changed `[run] judge_max_tokens`, or a judge id that now names another
-/// model or provider than the one recorded in the manifest.
-fn refuse_changed_judge_setup(inputs: &Inputs) -> anyhow::Result<()> {
-    let judged = std::fs::metadata(inputs.run_dir.file(JUDGMENTS_FILE)).is_ok_and(|m| m.len() > 0);
-    let recorded = inputs.manifest.extra.get("compare");
-    let (Some(recorded), true) = (recorded, judged) else {
+/// The ids of the judges with judgments in `records`.
+pub(crate) fn judged_by(records: &[JudgmentRecord]) -> BTreeSet<String> {
+    records.iter().map(|r| r.judge.clone()).collect()
+}
+
+/// Judgments made under different settings are not mixed in one run: a judge with judgments
+/// in the run (`judged`) is refused when its id now names another model, provider, server or
+/// API, or when its temperature or token cap changed. A judge with none yet (a new one, or one
+/// whose earlier compare stopped before any call) may take any settings.
+pub(crate) fn refuse_changed_judge_setup(
+    config: &Config,
+    manifest: &Manifest,
+    run: &str,
+    judges: &[Judge],
+    judged: &BTreeSet<String>,
+) -> anyhow::Result<()> {
+    let Some(recorded) = manifest.extra.get("compare") else {
         return Ok(());
     };
-    let run = inputs.run_dir.name();
-    let now = u64::from(inputs.config.run.judge_max_tokens);
-    if let Some(before) = recorded.get("judge_max_tokens").and_then(|v| v.as_u64())
-        && before != now
-    {
-        return Err(JudgeError::usage(format!(
-            "[run] judge_max_tokens is {now} but run `{run}` was judged with {before}; judgments made with different caps cannot be mixed: restore {before}, or judge into a new run"
-        ))
-        .into());
-    }
-    // Each judge's own temperature (judges recorded before it was kept per judge ran at the
-    // run's, and before that setting existed at 0).
-    let now = inputs.config.run.judge_temperature;
-    let run_wide = recorded
-        .get("judge_temperature")
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(0.0);
-    let recorded_judges = recorded.get("judges").and_then(|j| j.as_array());
-    for judge in &inputs.judges {
+    let entries = recorded.get("judges").and_then(|j| j.as_array());
+    let run_wide = RunWideJudgeSettings::of(recorded);
+    for judge in judges {
         let Judge::Llm(m) = judge else { continue };
-        let Some(entry) = recorded_judges
+        if !judged.contains(&m.id) {
+            continue;
+        }
+        let Some(entry) = entries
             .into_iter()
             .flatten()
             .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()))
         else {
             continue;
         };
+        let id = &m.id;
+        let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+        let refuse = |what: String| -> anyhow::Result<()> { Err(JudgeError::usage(what).into()) };
+        if text("model") != m.model || text("provider") != m.provider {
+            return refuse(format!(
+                "judge `{id}` was `{}` on provider `{}` when run `{run}` was judged, now `{}` on `{}`; give the new judge its own id",
+                text("model"),
+                text("provider"),
+                m.model,
+                m.provider
+            ));
+        }
+        // The same model name on another server (or API) can be another model. Entries
+        // written before the address was recorded have no `kind`.
+        let p = config.provider_of(m);
+        let place = |kind: &str, url: Option<&str>| {
+            format!("{kind} at {}", url.unwrap_or("its default address"))
+        };
+        let (then_url, now_url) = (
+            entry.get("base_url").and_then(|v| v.as_str()),
+            p.base_url.as_deref(),
+        );
+        if !text("kind").is_empty() && (text("kind") != p.kind.as_str() || then_url != now_url) {
+            return refuse(format!(
+                "judge `{id}` was called on {} when run `{run}` was judged, now on {} (provider `{}`); the same model name elsewhere can be another model: give the judge there its own id",
+                place(text("kind"), then_url),
+                place(p.kind.as_str(), now_url),
+                m.provider
+            ));
+        }
+        if let Some(then) = entry.get("token_limit_field").and_then(|v| v.as_str())
+            && then != p.token_limit_field.as_str()
+        {
+            return refuse(format!(
+                "provider `{}` of judge `{id}` sends its token cap as `{}`, but run `{run}` was judged with `{then}`; its judgments with differently counted caps cannot be mixed: restore token_limit_field = \"{then}\", or judge into a new run",
+                m.provider,
+                p.token_limit_field.as_str()
+            ));
+        }
+        let now = u64::from(config.run.judge_max_tokens);
+        if let Some(before) = entry
+            .get("max_tokens")
+            .and_then(serde_json::Value::as_u64)
+            .or(run_wide.max_tokens)
+            && before != now
+        {
+            return refuse(format!(
+                "[run] judge_max_tokens is {now} but judge `{id}` judged run `{run}` with {before}; its judgments with different caps cannot be mixed: restore {before}, judge with other judges only (--judge ID), or judge into a new run"
+            ));
+        }
+        let now = config.run.judge_temperature;
         let before = entry
             .get("temperature")
             .and_then(serde_json::Value::as_f64)
-            .unwrap_or(run_wide);
+            .unwrap_or(run_wide.temperature);
         if before != now {
-            return Err(JudgeError::usage(format!(
-                "[run] judge_temperature is {now} but judge `{}` judged run `{run}` at {before}; its judgments at different temperatures cannot be mixed: restore {before}, judge with other judges only (--judge ID), or judge into a new run",
-                m.id
-            ))
-            .into());
-        }
-    }
-    // The exec judge's entry has no provider or model, so it does not parse as a ModelConfig.
-    let earlier: Vec<ModelConfig> = recorded
-        .get("judges")
-        .and_then(|j| j.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|v| ModelConfig::deserialize(v).ok())
-        .collect();
-    for judge in &inputs.judges {
-        let Judge::Llm(m) = judge else { continue };
-        if let Some(old) = earlier.iter().find(|o| o.id == m.id)
-            && (old.model != m.model || old.provider != m.provider)
-        {
-            return Err(JudgeError::usage(format!(
-                "judge `{}` was `{}` on provider `{}` when run `{run}` was judged, now `{}` on `{}`; give the new judge its own id",
-                m.id, old.model, old.provider, m.model, m.provider
-            ))
-            .into());
+            return refuse(format!(
+                "[run] judge_temperature is {now} but judge `{id}` judged run `{run}` at {before}; its judgments at different temperatures cannot be mixed: restore {before}, judge with other judges only (--judge ID), or judge into a new run"
+            ));
         }
     }
     Ok(())
+}
+
+/// The judge settings a manifest's compare section held run-wide before they were recorded
+/// per judge: what a judge entry without its own stands for.
+struct RunWideJudgeSettings {
+    max_tokens: Option<u64>,
+    /// 0 before the setting existed.
+    temperature: f64,
+}
+
+impl RunWideJudgeSettings {
+    fn of(section: &serde_json::Value) -> RunWideJudgeSettings {
+        RunWideJudgeSettings {
+            max_tokens: section
+                .get("judge_max_tokens")
+                .and_then(serde_json::Value::as_u64),
+            temperature: section
+                .get("judge_temperature")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0),
+        }
+    }
+}
+
+/// A judge's entry in the manifest's compare section: its config, the API and address it was
+/// called at, and the settings its judgments are made with.
+fn judge_entry(config: &Config, judge: &Judge) -> serde_json::Value {
+    match judge {
+        Judge::Llm(m) => {
+            let p = config.provider_of(m);
+            let mut v = serde_json::to_value(m).unwrap_or_default();
+            v["kind"] = json!(p.kind.as_str());
+            v["base_url"] = json!(p.base_url);
+            v["token_limit_field"] = json!(p.token_limit_field.as_str());
+            v["temperature"] = json!(config.run.judge_temperature);
+            v["max_tokens"] = json!(config.run.judge_max_tokens);
+            v
+        }
+        Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
+    }
+}
+
+/// Comparisons still missing per judge of `judges` (calls not made yet: an interrupted or
+/// cut-short run), given the run's `comparisons`.
+fn missing_comparisons(
+    suite: &Suite,
+    judges: &[Judge],
+    models: &[ModelConfig],
+    comparisons: &[ComparisonRecord],
+) -> BTreeMap<String, usize> {
+    let pairs = models.len() * models.len().saturating_sub(1) / 2;
+    judges
+        .iter()
+        .map(|j| {
+            let tasks = match j {
+                Judge::Exec => suite.tasks.iter().filter(|t| t.check.is_some()).count(),
+                Judge::Llm(_) => suite.tasks.len(),
+            };
+            let have = comparisons.iter().filter(|c| c.judge == j.id()).count();
+            (j.id().to_string(), (tasks * pairs).saturating_sub(have))
+        })
+        .collect()
+}
+
+/// Writes `judges` into the manifest's compare section, keeping every other judge that ever
+/// judged the run (a later --judge subset keeps them) with its missing count. Agreements are
+/// replaced when given, else kept.
+fn record_compare_section(
+    manifest: &mut Manifest,
+    config: &Config,
+    judges: &[Judge],
+    prompt_sha256: &str,
+    missing: &BTreeMap<String, usize>,
+    agreements: Option<serde_json::Value>,
+) {
+    let old = manifest.extra.get("compare").cloned().unwrap_or_default();
+    let run_wide = RunWideJudgeSettings::of(&old);
+    let mut entries: Vec<serde_json::Value> = old
+        .get("judges")
+        .and_then(|j| j.as_array().cloned())
+        .unwrap_or_default();
+    // An entry from before settings were kept per judge takes the run-wide ones it was
+    // judged with, before this invocation's replace them.
+    for e in &mut entries {
+        if e.get("id").and_then(|v| v.as_str()) == Some(EXEC_JUDGE) {
+            continue;
+        }
+        if e.get("temperature").is_none() {
+            e["temperature"] = json!(run_wide.temperature);
+        }
+        if e.get("max_tokens").is_none()
+            && let Some(cap) = run_wide.max_tokens
+        {
+            e["max_tokens"] = json!(cap);
+        }
+    }
+    for j in judges {
+        entries.retain(|old| old.get("id").and_then(|v| v.as_str()) != Some(j.id()));
+        entries.push(judge_entry(config, j));
+    }
+    let mut all_missing: serde_json::Map<String, serde_json::Value> = old
+        .get("missing_comparisons")
+        .and_then(|m| m.as_object().cloned())
+        .unwrap_or_default();
+    for (judge, n) in missing {
+        all_missing.insert(judge.clone(), json!(n));
+    }
+    let agreements = agreements
+        .or_else(|| old.get("judge_agreement").cloned())
+        .unwrap_or_else(|| json!([]));
+    manifest.extra.insert(
+        "compare".into(),
+        json!({
+            // The LLM judges' prompt; none when only the exec judge ever judged the run.
+            "prompt_sha256": entries
+                .iter()
+                .any(|j| j.get("id").and_then(|v| v.as_str()) != Some(EXEC_JUDGE))
+                .then_some(prompt_sha256),
+            "judges": entries,
+            // The latest invocation's; each judge's own are in its entry.
+            "judge_max_tokens": config.run.judge_max_tokens,
+            "judge_temperature": config.run.judge_temperature,
+            "judge_agreement": agreements,
+            "missing_comparisons": all_missing,
+            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
+        }),
+    );
 }
 
 /// The execution judge decides only tasks that have a hidden test: a suite without any is
@@ -350,9 +522,31 @@ pub(crate) fn llm_judges(judges: &[Judge]) -> Vec<&ModelConfig> {
         .collect()
 }
 
-/// Refuses a judge from the family of any of `models` (DESIGN rule 6).
-pub(crate) fn refuse_own_family(judges: &[Judge], models: &[ModelConfig]) -> anyhow::Result<()> {
+/// Refuses a judge from the family of any of `models` (DESIGN rule 6), and a judge that is one
+/// of them under another family name: the same model on the same API and address.
+pub(crate) fn refuse_own_family(
+    config: &Config,
+    judges: &[Judge],
+    models: &[ModelConfig],
+) -> anyhow::Result<()> {
+    let endpoint = |m: &ModelConfig| {
+        config
+            .providers
+            .get(&m.provider)
+            .map(|p| (p.kind, p.base_url.clone(), m.model.clone()))
+    };
     for judge in judges {
+        if let Judge::Llm(j) = judge
+            && let Some(m) = models
+                .iter()
+                .find(|m| endpoint(m).is_some() && endpoint(m) == endpoint(j))
+        {
+            return Err(JudgeError::usage(format!(
+                "judge `{}` is `{}` on the same API and address as ranked model `{}` (families `{}` and `{}`); a model may not judge its own answers: pick a judge from another family",
+                j.id, j.model, m.id, j.family, m.family
+            ))
+            .into());
+        }
         let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
         if let Some(model) = family_conflict(judge.family(), fams) {
             return Err(JudgeError::usage(format!(
@@ -643,20 +837,7 @@ fn finish(
     comparisons.retain(|c: &ComparisonRecord| !judge_ids.contains(&c.judge.as_str()));
     comparisons.extend(derive_comparisons(ctx, models, &latest));
     write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
-    // Comparisons still missing per judge (calls not made yet: an interrupted or cut-short run).
-    let pairs = models.len() * models.len().saturating_sub(1) / 2;
-    let missing: BTreeMap<&str, usize> = ctx
-        .judges
-        .iter()
-        .map(|j| {
-            let tasks = match j {
-                Judge::Exec => ctx.suite.tasks.iter().filter(|t| t.check.is_some()).count(),
-                Judge::Llm(_) => ctx.suite.tasks.len(),
-            };
-            let have = comparisons.iter().filter(|c| c.judge == j.id()).count();
-            (j.id(), (tasks * pairs).saturating_sub(have))
-        })
-        .collect();
+    let missing = missing_comparisons(&ctx.suite, &ctx.judges, models, &comparisons);
 
     let mut agreements = Vec::new();
     for (i, j1) in judge_ids.iter().enumerate() {
@@ -664,42 +845,13 @@ fn finish(
             agreements.push(judge_agreement(&comparisons, j1, j2));
         }
     }
-    // Every judge that ever judged this run stays recorded (a later --judge subset keeps them).
-    let mut judges: Vec<serde_json::Value> = manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judges"))
-        .and_then(|j| j.as_array().cloned())
-        .unwrap_or_default();
-    for j in &ctx.judges {
-        let value = match j {
-            // Each judge's temperature: a reasoning-model judge (temperature 1) can join a run
-            // others judged at 0, but no judge's own judgments are mixed across temperatures.
-            Judge::Llm(m) => {
-                let mut v = serde_json::to_value(m).unwrap_or_default();
-                v["temperature"] = json!(ctx.config.run.judge_temperature);
-                v
-            }
-            Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
-        };
-        judges.retain(|old| old.get("id").and_then(|v| v.as_str()) != Some(j.id()));
-        judges.push(value);
-    }
-    manifest.extra.insert(
-        "compare".into(),
-        json!({
-            "judges": judges,
-            // The LLM judges' prompt; none when only the exec judge ever judged the run.
-            "prompt_sha256": judges
-                .iter()
-                .any(|j| j.get("id").and_then(|v| v.as_str()) != Some(EXEC_JUDGE))
-                .then_some(&ctx.prompt_sha256),
-            "judge_max_tokens": ctx.config.run.judge_max_tokens,
-            "judge_temperature": ctx.config.run.judge_temperature,
-            "judge_agreement": agreements,
-            "missing_comparisons": missing,
-            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
-        }),
+    record_compare_section(
+        manifest,
+        &ctx.config,
+        &ctx.judges,
+        &ctx.prompt_sha256,
+        &missing,
+        Some(json!(agreements)),
     );
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
@@ -835,6 +987,10 @@ fn derive_comparisons(
     let mut out = Vec::new();
     for judge in &ctx.judges {
         for task in &ctx.suite.tasks {
+            // The exec judge decides nothing, not even by failure, on a task without a test.
+            if matches!(judge, Judge::Exec) && task.check.is_none() {
+                continue;
+            }
             for (i, a) in models.iter().enumerate() {
                 for b in &models[i + 1..] {
                     let record = |winner, flipped, by_failure| ComparisonRecord {
@@ -866,7 +1022,6 @@ fn derive_comparisons(
                         ))
                     };
                     match judge {
-                        Judge::Exec if task.check.is_none() => {}
                         Judge::Exec => {
                             let checks = ctx
                                 .checks
@@ -894,4 +1049,72 @@ fn derive_comparisons(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(judge_url: &str, judge_model: &str, judge_family: &str) -> Config {
+        let text = format!(
+            r#"
+[run]
+suite = "demo"
+
+[providers.lab]
+kind = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+
+[providers.lab-again]
+kind = "openai"
+base_url = "{judge_url}"
+
+[[models]]
+id = "ours"
+provider = "lab"
+model = "lab-7b"
+family = "lab"
+
+[[judges]]
+id = "j"
+provider = "lab-again"
+model = "{judge_model}"
+family = "{judge_family}"
+"#
+        );
+        crate::config::parse_config("judge.toml", &text).expect("valid config")
+    }
+
+    fn refusal(config: &Config) -> Option<String> {
+        let judges = resolve_judges(config, &[]).unwrap();
+        refuse_own_family(config, &judges, &config.models)
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    /// A model judging its own answers is refused even when the config gives the judge another
+    /// family name: same API, address and model, under any provider table's name.
+    #[test]
+    fn a_judge_that_is_a_ranked_model_under_another_family_is_refused() {
+        let same = config("http://127.0.0.1:8000/v1", "lab-7b", "lab-inc");
+        let says = refusal(&same).expect("refused");
+        assert!(
+            says.contains("judge `j` is `lab-7b` on the same API and address as ranked model `ours` (families `lab-inc` and `lab`)"),
+            "{says}"
+        );
+        // Another model at that address, or the same name at another address: the families
+        // decide.
+        assert_eq!(
+            refusal(&config("http://127.0.0.1:8000/v1", "lab-70b", "lab-inc")),
+            None
+        );
+        assert_eq!(
+            refusal(&config("http://127.0.0.1:9000/v1", "lab-7b", "lab-inc")),
+            None
+        );
+        let spelled = refusal(&config("http://127.0.0.1:9000/v1", "judge", "LAB"));
+        assert!(
+            spelled.is_some_and(|s| s.contains("is from the same family as ranked model `ours`"))
+        );
+    }
 }

@@ -35,10 +35,30 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     } else {
         vec![EXEC_JUDGE.to_string()]
     };
+    // The run stays locked from generate to rank: no other process can change it in between.
+    crate::engine::run_dir::keep_locks_until_exit();
     // What compare would refuse is refused before anything is generated (and paid for): a
-    // judge of a ranked model's family, a judge whose API key is missing.
+    // judge of a ranked model's family (an existing run's models are ranked too), a judge
+    // whose settings changed since it judged the run, a judge whose API key is missing.
     let resolved = compare::resolve_judges(&config, &judges)?;
-    compare::refuse_own_family(&resolved, &models)?;
+    let mut ranked = models.clone();
+    if let Some(name) = &args.run {
+        let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), name)?;
+        if run_dir.path().is_dir() && run_dir.file("manifest.json").is_file() {
+            run_dir.create_and_lock()?;
+            let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
+            for m in &manifest.models {
+                if !ranked.iter().any(|r| r.id == m.id) {
+                    ranked.push(m.clone());
+                }
+            }
+            let judged = compare::judged_by(&crate::engine::run_dir::read_jsonl_repairing(
+                &run_dir.file(compare::JUDGMENTS_FILE),
+            )?);
+            compare::refuse_changed_judge_setup(&config, &manifest, name, &resolved, &judged)?;
+        }
+    }
+    compare::refuse_own_family(&config, &resolved, &ranked)?;
     crate::engine::calls::build_http_providers(&config, &compare::llm_judges(&resolved))?;
     let one_document = matches!(
         args.format,
@@ -58,8 +78,6 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         compare::refuse_exec_without_checks(&suite)?;
     }
     crate::interrupt::install();
-    // The run stays locked from generate to rank: no other process can change it in between.
-    crate::engine::run_dir::keep_locks_until_exit();
     let (generated, run_name) = generate::run_named(
         cli,
         &GenerateArgs {

@@ -562,3 +562,31 @@ fn a_sigterm_to_the_whole_tree_records_no_false_failure() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/checks.jsonl")[0]["result"], "pass");
 }
+
+/// A task without a check.py gets no exec comparison, not even one decided by a failed
+/// generation: the exec judge cannot judge it, so it must not hand out losses on it.
+#[test]
+fn the_exec_judge_decides_nothing_by_failure_on_a_task_without_a_check() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    for set in ["a", "b"] {
+        p.write(
+            &format!("suites/demo/answers/{set}/t01.md"),
+            "```python\nx = 1\n```",
+        );
+    }
+    // b has no answer to t02: its generation fails there.
+    p.write("suites/demo/answers/a/t02.md", "```python\nx = 1\n```");
+    let out = p.run(&["run", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let comparisons = p.jsonl("runs/r/comparisons.jsonl");
+    assert_eq!(comparisons.len(), 1, "{comparisons:?}");
+    assert_eq!(comparisons[0]["task"], "t01");
+    assert_eq!(comparisons[0]["winner"], "tie");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["compare"]["missing_comparisons"]["exec"], 0);
+}

@@ -690,3 +690,189 @@ fn judge_temperature_reaches_the_judge_and_is_not_mixed() {
         text(&out)
     );
 }
+
+/// The judge's settings are recorded before its first call: a compare killed on its first pass
+/// (`kill -9`: nothing of it ran to its end) still binds them, so the next compare cannot mix
+/// judgments at another temperature, cap or model into the run; `judge run` refuses that
+/// before generating anything. The comparisons still missing are recorded then too.
+#[test]
+fn a_compare_killed_on_its_first_pass_binds_its_judge_settings() {
+    let server = FakeServer::start(|req, n| {
+        if n == 0 {
+            marker_judge(req, n)
+        } else {
+            Reply::Hang
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let mut child = p
+        .judge()
+        .args(["compare", "--run", "r"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let judged = || {
+        std::fs::read_to_string(p.path().join("runs/r/judgments.jsonl"))
+            .is_ok_and(|t| t.lines().any(|l| l.ends_with('}')))
+    };
+    while !judged() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(judged(), "one judgment was recorded before the kill");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    let entry = &manifest["compare"]["judges"][0];
+    assert_eq!(entry["id"], "judge-1");
+    assert_eq!(entry["temperature"], 0.0);
+    assert_eq!(entry["max_tokens"], 1024);
+    assert_eq!(entry["base_url"], server.url.as_str());
+    assert_eq!(manifest["compare"]["missing_comparisons"]["judge-1"], 3);
+
+    let calls = server.count();
+    let config = p.read("judge.toml");
+    for (changed, says) in [
+        (
+            config.replace("seed = 5", "seed = 5\njudge_temperature = 0.7"),
+            "[run] judge_temperature is 0.7 but judge `judge-1` judged run `r` at 0",
+        ),
+        (
+            config.replace("seed = 5", "seed = 5\njudge_max_tokens = 2048"),
+            "[run] judge_max_tokens is 2048 but judge `judge-1` judged run `r` with 1024",
+        ),
+        (
+            config.replace("\"judge-model\"", "\"judge-model-xl\""),
+            "judge `judge-1` was `judge-model` on provider `judges` when run `r` was judged",
+        ),
+    ] {
+        p.write("judge.toml", &changed);
+        for args in [&["compare", "--run", "r"][..], &["run", "--run", "r"]] {
+            let out = p.run(args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+        }
+    }
+    assert_eq!(
+        server.count(),
+        calls,
+        "nothing was asked under changed settings"
+    );
+}
+
+/// The same model name on another server can be another model: a judge id that judged the run
+/// at one address is refused at another.
+#[test]
+fn a_judge_pointed_at_another_server_is_refused() {
+    let first = FakeServer::start(marker_judge);
+    let second = FakeServer::start(marker_judge);
+    let p = project(&first.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml").replace(&first.url, &second.url),
+    );
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let says = format!(
+        "judge `judge-1` was called on openai at {} when run `r` was judged, now on openai at {}",
+        first.url, second.url
+    );
+    assert!(text(&out).contains(&says), "{}", text(&out));
+    assert_eq!(second.count(), 0);
+}
+
+/// Judging with a second judge keeps what the manifest says of the first: its comparisons
+/// still missing, so ranking it still warns.
+#[test]
+fn another_judges_compare_keeps_the_first_judges_missing_count() {
+    let server = FakeServer::start(|req, n| {
+        if req.body["model"] == "judge-model" {
+            Reply::Delayed(
+                std::time::Duration::from_millis(700),
+                Box::new(marker_judge(req, n)),
+            )
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let config = p.read("judge.toml")
+        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    p.write("judge.toml", &config);
+    let out = p.run(&[
+        "compare",
+        "--run",
+        "r",
+        "--judge",
+        "judge-1",
+        "--deadline",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    let missing = &manifest["compare"]["missing_comparisons"];
+    assert_eq!(missing["judge-2"], 0);
+    assert!(missing["judge-1"].as_u64().unwrap() > 0, "{missing}");
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--judge",
+        "judge-1",
+        "--allow-few-resamples",
+        "--resamples",
+        "50",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("are missing (compare or generate did not finish)"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `judge run` into an existing run ranks the models already in it too: a judge of one of
+/// their families is refused before the selected models are generated.
+#[test]
+fn run_into_a_run_refuses_a_judge_of_a_model_already_in_it() {
+    let config = crate::common::files_config(&[
+        ("alpha", "a", "fam-a"),
+        ("beta", "b", "fam-b"),
+        ("gamma", "c", "fam-c"),
+    ]);
+    let p = Project::with_suite(2, &config);
+    for set in ["a", "b", "c"] {
+        for task in ["t01", "t02"] {
+            p.write(&format!("suites/demo/answers/{set}/{task}.md"), "answer");
+        }
+    }
+    let out = p.run(&[
+        "generate", "--run", "r", "--model", "alpha", "--model", "beta",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    p.write(
+        "judge.toml",
+        &(config
+            + "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"Fam_B\"\n"),
+    );
+    let before = p.read("runs/r/outputs.jsonl");
+    let out = p.run(&["run", "--run", "r", "--model", "alpha", "--model", "gamma"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is from the same family as ranked model `beta`"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        p.read("runs/r/outputs.jsonl"),
+        before,
+        "nothing was generated"
+    );
+}
