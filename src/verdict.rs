@@ -155,13 +155,30 @@ fn verdict_of_line(line: &str) -> Option<Verdict> {
 }
 
 /// A line trimmed and cut to [`MAX_LINE_CHARS`] characters, with `…` marking a cut.
+/// Characters a verdict line may not carry that would not show in a message (a no-break or
+/// zero-width space, a control character) are written as escapes, so `VERDICT: 1` followed by
+/// U+00A0 does not read as a well-formed line.
 fn shorten(line: &str) -> String {
-    let line = line.trim();
-    let mut chars = line.char_indices();
-    match chars.nth(MAX_LINE_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
+    let line = line.trim_matches([' ', '\t', '\r']);
+    let mut out = String::new();
+    for (i, c) in line.chars().enumerate() {
+        if i == MAX_LINE_CHARS {
+            out.push('…');
+            break;
+        }
+        let invisible = c.is_control()
+            || (c.is_whitespace() && c != ' ')
+            || matches!(
+                c,
+                '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}'
+            );
+        if invisible {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
     }
+    out
 }
 
 #[cfg(test)]

@@ -166,6 +166,23 @@ fn no_verdict_error_keeps_the_trimmed_last_line() {
 }
 
 #[test]
+fn error_lines_show_invisible_characters_as_escapes() {
+    for (reply, shown) in [
+        ("VERDICT: 1\u{a0}", "VERDICT: 1\\u{a0}"),
+        ("VERDICT:\u{200b} 2", "VERDICT:\\u{200b} 2"),
+        ("VERDICT: TIE\u{b}", "VERDICT: TIE\\u{b}"),
+    ] {
+        assert_eq!(
+            parse_verdict(reply),
+            Err(VerdictError::NoVerdictLine {
+                last_line: shown.to_owned()
+            }),
+            "{reply:?}"
+        );
+    }
+}
+
+#[test]
 fn error_lines_are_cut_to_the_limit_on_a_char_boundary() {
     let long = "é".repeat(MAX_LINE_CHARS + 50);
     let Err(VerdictError::NoVerdictLine { last_line }) = parse_verdict(&long) else {
