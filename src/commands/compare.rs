@@ -919,6 +919,7 @@ fn finish(
     match ctx.stop.reason() {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if ctx.stop.past_deadline() => {
             eprintln!(
                 "deadline reached: calls not started or cut short while retrying wait for a rerun with --run {}",

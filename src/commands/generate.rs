@@ -328,6 +328,7 @@ fn finish(
     match stop_reason {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if !complete && ctx.stop.past_deadline() => {
             let missing = expected - done;
             eprintln!(

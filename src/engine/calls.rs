@@ -27,6 +27,7 @@ pub struct CallResult {
 /// Calls `http` with `request` (attempt number `attempt` is part of the cache key). `None` when
 /// the item did not finish because the run is stopping (it is retried on resume); a failure
 /// that affects every item (auth, quota, unknown model, unwritable cache) stops the run.
+/// A reply that cannot be cached is not used either: a rerun asks again.
 pub async fn cached_call(
     cache: &Cache,
     http: &HttpProvider,
@@ -85,7 +86,7 @@ pub async fn cached_call(
     match parsed {
         Ok((reply, value)) => {
             if let Err(e) = cache.put(&key, &canonical, &value) {
-                stop.request(StopReason::Fatal(format!("{e:#}")));
+                stop.request(StopReason::Io(format!("{e:#}")));
                 return None;
             }
             result.reply = Ok(reply);
@@ -180,7 +181,7 @@ where
         super::scheduler::run_groups(groups, stop.clone(), work, |rec: Option<R>| {
             let Some(rec) = rec else { return };
             if let Err(e) = appender.append(&rec) {
-                stop.request(StopReason::Fatal(format!("{e:#}")));
+                stop.request(StopReason::Io(format!("{e:#}")));
                 write_error.get_or_insert(e);
             }
             on_record(rec);

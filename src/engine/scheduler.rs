@@ -12,8 +12,11 @@ use std::sync::{Arc, Mutex};
 pub enum StopReason {
     /// Ctrl-C.
     Interrupted,
-    /// A failure that affects every item (auth, quota, unknown model, unwritable cache).
+    /// A provider failure that affects every item (auth, quota, unknown model).
     Fatal(String),
+    /// A local file could not be written (the cache, the records): exit 1, not a provider's
+    /// refusal.
+    Io(String),
 }
 
 /// A shared stop signal: once set (or once the deadline passes), no new item starts; items in

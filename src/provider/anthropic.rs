@@ -63,9 +63,12 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         .and_then(Value::as_array)
         .ok_or_else(|| malformed(value, "no content array"))?;
     let text = collect_text(content).map_err(|what| malformed(value, what))?;
-    let usage = value.get("usage").map(|u| Usage {
-        input_tokens: u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
+    // Unknown (not 0) unless both counts are there: a cost is never made up.
+    let usage = value.get("usage").and_then(|u| {
+        Some(Usage {
+            input_tokens: u.get("input_tokens")?.as_u64()?,
+            output_tokens: u.get("output_tokens")?.as_u64()?,
+        })
     });
     let stop_reason = value.get("stop_reason").and_then(Value::as_str);
     if stop_reason == Some("refusal") {

@@ -77,7 +77,11 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
             "no candidates, promptFeedback or usageMetadata",
         ));
     }
-    let usage = value.get("usageMetadata").map(usage_from);
+    // A count Gemini leaves out is 0 (proto3 JSON omits zeros); a null block is unknown.
+    let usage = value
+        .get("usageMetadata")
+        .filter(|m| m.is_object())
+        .map(usage_from);
     let candidate = match value.get("candidates") {
         None | Some(Value::Null) => None,
         Some(Value::Array(all)) => all.first(),

@@ -1,6 +1,6 @@
 //! The HTTP layer shared by every HTTP provider: one reqwest client per provider, the API key
 //! (held redacted), timeouts, a requests-per-minute limiter with a provider-wide pause on 429,
-//! and retries with exponential backoff, full jitter and `Retry-After`.
+//! and retries with exponential backoff, jitter and `Retry-After`.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Exponential backoff delays with full jitter in [d/2, d], capped; an iterator so it can be
+/// Exponential backoff delays with jitter in [d/2, d] ("equal jitter"), capped; an iterator so it can be
 /// tested without sleeping. Jitter comes from a small xorshift seeded by the caller.
 #[derive(Debug, Clone)]
 pub struct Backoff {
@@ -72,6 +72,29 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     }
     let at = crate::time::parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Waits `wait`, in slices, unless `stopping()` turns true or `deadline` passes first; true
+/// when the wait ran out with neither (Ctrl-C or a deadline ends a long `Retry-After` or rate
+/// limiter wait at once, and nothing is sent after it).
+async fn wait_unless_stopped(
+    wait: Duration,
+    stopping: &(dyn Fn() -> bool + Sync),
+    deadline: Option<Instant>,
+) -> bool {
+    const SLICE: Duration = Duration::from_millis(50);
+    let until = Instant::now() + wait;
+    let stopped = || stopping() || deadline.is_some_and(|d| Instant::now() >= d);
+    loop {
+        if stopped() {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        tokio::time::sleep(left.min(SLICE)).await;
+    }
 }
 
 /// Longest wait we honour from a server, so that a bad header cannot stall a run for hours.
@@ -166,7 +189,10 @@ pub const BACKOFF_ENV: &str = "JUDGE_RETRY_BASE_MS";
 impl HttpProvider {
     /// Builds the client. `key` is read from the env by the caller.
     pub fn new(config: ProviderConfig, key: Option<Secret>) -> anyhow::Result<Self> {
+        // Redirects are not followed: reqwest drops only `Authorization` when one crosses to
+        // another host, so Anthropic's and Gemini's key headers would go along.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
             .user_agent(concat!("judge/", env!("CARGO_PKG_VERSION")))
@@ -190,8 +216,9 @@ impl HttpProvider {
     }
 
     /// POSTs the request, retrying what can succeed on a second try. Returns the 2xx body and
-    /// the number of attempts. No retry starts once `stopping()` is true or `deadline` has
-    /// passed (a backoff is cut short at the deadline): the last error is returned instead.
+    /// the number of attempts made. No attempt starts once `stopping()` is true or `deadline`
+    /// has passed, and a wait (the rate limiter's, a backoff) ends there: the last error is
+    /// returned instead, or a `network` error "not sent" when no attempt was made.
     pub async fn post_json(
         &self,
         request: &WireRequest,
@@ -205,8 +232,15 @@ impl HttpProvider {
         let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut attempt = 0;
         loop {
+            let slot = self.limiter.reserve(request.estimated_tokens);
+            if !wait_unless_stopped(slot, stopping, deadline).await {
+                let not_sent = ProviderError::new(
+                    ErrorClass::Network,
+                    "not sent: the run stopped while the request waited for its turn",
+                );
+                return (Err(not_sent), attempt);
+            }
             attempt += 1;
-            tokio::time::sleep(self.limiter.reserve(request.estimated_tokens)).await;
             let err = match self.send_once(request).await {
                 Ok(bytes) => return (Ok(bytes), attempt),
                 Err(e) => e,
@@ -223,11 +257,7 @@ impl HttpProvider {
             if err.class == ErrorClass::RateLimited {
                 self.limiter.pause_for(wait);
             }
-            let wait = deadline.map_or(wait, |d| {
-                wait.min(d.saturating_duration_since(Instant::now()))
-            });
-            tokio::time::sleep(wait).await;
-            if stopping() || past_deadline() {
+            if !wait_unless_stopped(wait, stopping, deadline).await {
                 return (Err(err), attempt);
             }
         }
@@ -255,6 +285,23 @@ impl HttpProvider {
         }
         let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
         let status = resp.status().as_u16();
+        if resp.status().is_redirection() {
+            let to = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("an address it did not give");
+            return Err(ProviderError {
+                status: Some(status),
+                ..ProviderError::new(
+                    ErrorClass::UnknownModel,
+                    self.redact(&format!(
+                        "provider `{}` answered {status}, redirecting to {to}; judge does not follow redirects (they could carry the API key to another host): set base_url to the address the API is at",
+                        self.config.name
+                    )),
+                )
+            });
+        }
         let retry_after = resp
             .headers()
             .get(reqwest::header::RETRY_AFTER)

@@ -42,12 +42,12 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(str::to_ascii_lowercase);
-    let usage = value.get("usage").map(|u| Usage {
-        input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+    // Unknown (not 0) unless both counts are there: a cost is never made up.
+    let usage = value.get("usage").and_then(|u| {
+        Some(Usage {
+            input_tokens: u.get("prompt_tokens")?.as_u64()?,
+            output_tokens: u.get("completion_tokens")?.as_u64()?,
+        })
     });
     if let Some(refusal) = message
         .get("refusal")
@@ -97,8 +97,15 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
     let lower = body.to_ascii_lowercase();
     let unsupported = unsupported_param(body);
     let class = match status {
+        // OpenRouter: a prompt its moderation flagged; that item's failure, not the key's.
+        403 if lower.contains("flagged") || lower.contains("moderation") => ErrorClass::ClientError,
         401 | 403 => ErrorClass::Auth,
+        // Payment Required: OpenRouter and others when the credit has run out.
+        402 => ErrorClass::QuotaExhausted,
         404 => ErrorClass::UnknownModel,
+        429 if error_code(body).as_deref() == Some("rate_limit_exceeded") => {
+            ErrorClass::RateLimited
+        }
         429 if is_quota_exhausted(&lower) => ErrorClass::QuotaExhausted,
         429 => ErrorClass::RateLimited,
         408 => ErrorClass::Timeout,
@@ -125,6 +132,14 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
     e
 }
 
+/// The `error.code` of an OpenAI-style error body, when it is a string. A per-minute limit
+/// says `rate_limit_exceeded` even when its message mentions billing (Groq's points to its
+/// billing page for a higher tier).
+fn error_code(body: &str) -> Option<String> {
+    let value = serde_json::from_str::<Value>(body).ok()?;
+    Some(value.get("error")?.get("code")?.as_str()?.to_owned())
+}
+
 /// The parameter OpenAI names in an `unsupported_parameter` or `unsupported_value` error:
 /// a setting the model does not take (`max_tokens` for reasoning models, a temperature other
 /// than their default), which no retry or other item can get past.
@@ -145,7 +160,6 @@ fn is_quota_exhausted(lower_body: &str) -> bool {
         "insufficient_quota",
         "exceeded your current quota",
         "quota_exceeded",
-        "billing",
         "credit balance",
     ]
     .iter()
@@ -235,6 +249,23 @@ mod tests {
         );
     }
 
+    /// A reply without both token counts has unknown usage (so an unknown cost), never 0.
+    #[test]
+    fn missing_or_null_usage_is_unknown_not_zero() {
+        for usage in [
+            "null",
+            "{}",
+            r#"{"prompt_tokens": 12}"#,
+            r#"{"prompt_tokens": 12, "completion_tokens": null}"#,
+        ] {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"role":"assistant","content":"hi"}},"finish_reason":"stop"}}],"usage":{usage}}}"#
+            );
+            let r = parse_reply(body.as_bytes()).expect("valid reply");
+            assert_eq!(r.usage, None, "{usage}");
+        }
+    }
+
     #[test]
     fn length_finish_is_kept() {
         let r = parse_reply(&fixture("length.json")).expect("valid reply");
@@ -275,9 +306,17 @@ mod tests {
     fn statuses_are_classified() {
         let quota = String::from_utf8(fixture("error_429_quota.json")).expect("utf8");
         let rate = String::from_utf8(fixture("error_429_rate.json")).expect("utf8");
+        // Groq's per-minute limit points to its billing page; OpenRouter's moderation refuses
+        // one prompt with 403 and its exhausted credit is 402.
+        let groq = r#"{"error":{"message":"Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01` service tier `on_demand` on tokens per minute (TPM): Limit 6000, Used 5000, Requested 1500. Please try again in 4.77s. Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing","type":"tokens","code":"rate_limit_exceeded"}}"#;
+        let flagged = r#"{"error":{"code":403,"message":"meta-llama/llama-guard requires moderation on OpenInference. Your input was flagged for \"harassment\".","metadata":{"reasons":["harassment"]}}}"#;
+        let no_credit = r#"{"error":{"code":402,"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits"}}"#;
         let cases = [
             (401, "", ErrorClass::Auth),
             (403, "", ErrorClass::Auth),
+            (429, groq, ErrorClass::RateLimited),
+            (403, flagged, ErrorClass::ClientError),
+            (402, no_credit, ErrorClass::QuotaExhausted),
             (404, "model not found", ErrorClass::UnknownModel),
             (429, quota.as_str(), ErrorClass::QuotaExhausted),
             (429, rate.as_str(), ErrorClass::RateLimited),

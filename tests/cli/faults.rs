@@ -754,3 +754,129 @@ fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
         text(&out)
     );
 }
+
+/// A redirect is not followed: reqwest would carry Anthropic's and Gemini's key headers to the
+/// other host. It stops the run (exit 3) with what to do, and the other host hears nothing.
+#[test]
+fn a_redirect_is_not_followed_and_carries_no_key() {
+    for kind in KINDS {
+        let elsewhere = FakeServer::start(move |_, _| ok(kind));
+        let target = format!("{}/collect", elsewhere.url);
+        let server = FakeServer::start(move |_, _| {
+            Reply::Http(
+                307,
+                vec![("Location".into(), target.clone())],
+                String::new(),
+            )
+        });
+        let p = Project::with_suite(2, &config(kind, &server.url, 2, 5));
+        let out = p.run(&["generate", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(3), "{kind}: {}", text(&out));
+        assert!(
+            text(&out).contains("answered 307, redirecting to http://127.0.0.1:")
+                && text(&out).contains("set base_url to the address the API is at"),
+            "{kind}: {}",
+            text(&out)
+        );
+        assert_eq!(elsewhere.count(), 0, "{kind}: the redirect was followed");
+        assert!(!text(&out).contains(TEST_KEY));
+    }
+}
+
+/// Ctrl-C and `--deadline` end a long wait at once, a server's `Retry-After` or the
+/// requests-per-minute limiter's, and nothing is sent after them.
+#[test]
+fn ctrl_c_and_the_deadline_end_long_waits_at_once() {
+    let patient = |extra: &str| format!("max_retries = 3\nmax_concurrency = 4\n{extra}");
+    // A 429 asking for 30 s, then Ctrl-C.
+    let server = FakeServer::start(|_, _| {
+        Reply::Http(429, vec![("Retry-After".into(), "30".into())], "{}".into())
+    });
+    let p = Project::with_suite(
+        1,
+        &config("openai", &server.url, 3, 5).replace("max_retries = 3", &patient("")),
+    );
+    let rpm = |server: &FakeServer| {
+        Project::with_suite(
+            6,
+            &config("openai", &server.url, 3, 5)
+                .replace("max_retries = 3", &patient("requests_per_minute = 6")),
+        )
+    };
+    let interrupt_after_first = |p: &Project, server: &FakeServer| {
+        let child = p
+            .judge()
+            .args(["generate", "--run", "r"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.count() < 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out, sent.elapsed())
+    };
+    let (out, took) = interrupt_after_first(&p, &server);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        took < Duration::from_secs(5),
+        "waited out Retry-After: {took:?}"
+    );
+    assert_eq!(server.count(), 1);
+
+    // Six items at six requests a minute (one every 10 s), then Ctrl-C.
+    let server = FakeServer::start(|_, _| ok("openai"));
+    let p = rpm(&server);
+    let (out, took) = interrupt_after_first(&p, &server);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        took < Duration::from_secs(5),
+        "waited for the limiter: {took:?}"
+    );
+    assert_eq!(server.count(), 1, "a request was sent after Ctrl-C");
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 1);
+
+    // The same at a 2 s deadline: the waiting items are left for a rerun, not failed.
+    let server = FakeServer::start(|_, _| ok("openai"));
+    let p = rpm(&server);
+    let started = Instant::now();
+    let out = p.run(&["generate", "--run", "r", "--deadline", "2s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 1, "a request was sent after the deadline");
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("deadline reached: 5 item(s) not done"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A cache that cannot be written is a local I/O error (exit 1, saying why), not a provider's
+/// refusal (exit 3), and the reply is not used uncached: a rerun asks again.
+#[test]
+fn an_unwritable_cache_is_an_io_error_not_a_refusal() {
+    let server = FakeServer::start(|_, _| ok("openai"));
+    let p = Project::with_suite(1, &config("openai", &server.url, 0, 5));
+    p.write("cache", "not a directory");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("cache"), "{}", text(&out));
+    assert!(!text(&out).contains("refused"), "{}", text(&out));
+    assert!(p.read("runs/r/outputs.jsonl").is_empty());
+    std::fs::remove_file(p.path().join("cache")).unwrap();
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 1);
+}
