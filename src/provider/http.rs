@@ -97,6 +97,11 @@ async fn wait_unless_stopped(
     }
 }
 
+/// Largest response body read: a reply of the largest token caps is a few MiB at most, and a
+/// runaway body must not take the machine's memory (it is held about four times over while
+/// redacted and parsed).
+const MAX_BODY_BYTES: usize = 64 << 20;
+
 /// Longest wait we honour from a server, so that a bad header cannot stall a run for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
@@ -307,7 +312,7 @@ impl HttpProvider {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        let bytes = self.read_body(resp).await?;
         let bytes = self.redact_reply(&bytes);
         if (200..300).contains(&status) {
             return Ok(bytes);
@@ -316,6 +321,34 @@ impl HttpProvider {
         err.retry_after = retry_after.or(err.retry_after);
         err.message = self.explain(&err);
         Err(err)
+    }
+
+    /// The response body, refused past [`MAX_BODY_BYTES`] (read in chunks, so a runaway body
+    /// is not held whole first).
+    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+        let too_big = || {
+            ProviderError::new(
+                ErrorClass::MalformedResponse,
+                format!(
+                    "the response body is larger than {} MiB, far more than any reply (judge reads no more of it)",
+                    MAX_BODY_BYTES >> 20
+                ),
+            )
+        };
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+        {
+            return Err(too_big());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport_error(&e))? {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(too_big());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     fn transport_error(&self, e: &reqwest::Error) -> ProviderError {
@@ -552,6 +585,74 @@ mod tests {
             bigger_than_bucket.reserve(10_000),
             Duration::ZERO,
             "capped at the bucket"
+        );
+    }
+
+    /// A body past the limit is refused while it streams (no Content-Length: chunked), so a
+    /// runaway server cannot fill the memory.
+    #[test]
+    fn a_runaway_chunked_body_is_refused_at_the_limit() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let mut stream = stream;
+            let chunk = vec![b' '; 1 << 20];
+            let mut sent = 0usize;
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+            // Stops when the client hangs up; never more than twice the limit.
+            while sent < 2 * MAX_BODY_BYTES {
+                let head = format!("{:x}\r\n", chunk.len());
+                if stream.write_all(head.as_bytes()).is_err()
+                    || stream.write_all(&chunk).is_err()
+                    || stream.write_all(b"\r\n").is_err()
+                {
+                    break;
+                }
+                sent += chunk.len();
+            }
+            sent
+        });
+        let config = crate::config::parse_config(
+            "judge.toml",
+            &format!(
+                "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"{url}\"\napi_key_env = \"\"\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
+            ),
+        )
+        .unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
+        let request = WireRequest {
+            path: "/chat/completions".into(),
+            body: serde_json::json!({}),
+            estimated_tokens: 0,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = runtime
+            .block_on(http.send_once(&request))
+            .expect_err("refused");
+        assert_eq!(err.class, ErrorClass::MalformedResponse);
+        assert!(
+            err.message.contains("larger than 64 MiB"),
+            "{}",
+            err.message
+        );
+        // The connection closes with the runtime that drives it.
+        drop(http);
+        drop(runtime);
+        let sent = server.join().unwrap();
+        assert!(
+            sent < 2 * MAX_BODY_BYTES,
+            "the client read on: {sent} bytes"
         );
     }
 
