@@ -315,6 +315,13 @@ impl HttpProvider {
         let bytes = self.read_body(resp).await?;
         let bytes = self.redact_reply(&bytes);
         if (200..300).contains(&status) {
+            // An error object inside a 2xx (an overloaded Anthropic, OpenRouter failing after
+            // the status was sent) that a retry can get past is retried like its status.
+            if let Err(e) = super::parse_reply(self.config.kind, &bytes)
+                && e.class.is_retryable()
+            {
+                return Err(e);
+            }
             return Ok(bytes);
         }
         let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));

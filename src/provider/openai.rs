@@ -31,6 +31,21 @@ pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
 /// Parses a 2xx response already decoded as JSON (e.g. from the cache).
 pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     let shape = |what: &str| malformed(value, what);
+    // An error object in a 2xx without a reply (OpenRouter when generation fails after the
+    // status was sent) is classified by the status its `code` names; otherwise malformed.
+    if value.get("choices").is_none()
+        && let Some(code) = value
+            .get("error")
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .filter(|c| (400..600).contains(c))
+    {
+        let mut e = classify_status(code, &value.to_string());
+        e.message = format!("error object in a 2xx response: {}", e.message);
+        e.status = None;
+        return Err(e);
+    }
     let choice = value
         .get("choices")
         .and_then(|c| c.get(0))

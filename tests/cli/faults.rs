@@ -148,6 +148,32 @@ fn battery(kind: &'static str) {
         finish: None,
     };
 
+    // An error a retry can get past, inside a 200 (an overloaded Anthropic; OpenRouter when
+    // generation fails after the status was sent): retried like its status, then ok.
+    let overloaded_in_200 = match kind {
+        "anthropic" => {
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+        }
+        "openai" => r#"{"error":{"code":502,"message":"upstream provider failed"}}"#,
+        _ => {
+            r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#
+        }
+    };
+    run_case(
+        kind,
+        "retryable error in a 200",
+        3,
+        5,
+        move |_, n| {
+            if n == 0 {
+                Reply::Http(200, vec![], overloaded_in_200.to_string())
+            } else {
+                ok(kind)
+            }
+        },
+        ok_after(2),
+    );
+
     // 429 with Retry-After in seconds, then success: honoured, then ok.
     let started = Instant::now();
     run_case(
