@@ -756,17 +756,22 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         record.attempts = attempt;
         record.cache_key = Some(result.cache_key);
         record.from_cache = result.from_cache;
+        // Every attempt's tokens, a failed one's too when the provider said (it was billed).
+        let billed = match &result.reply {
+            Ok(reply) => reply.usage,
+            Err(e) => e.usage,
+        };
+        if let Some(u) = billed {
+            let prev = record.usage.unwrap_or_default();
+            let usage = crate::provider::Usage {
+                input_tokens: prev.input_tokens + u.input_tokens,
+                output_tokens: prev.output_tokens + u.output_tokens,
+            };
+            record.usage = Some(usage);
+            record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
+        }
         match result.reply {
             Ok(reply) => {
-                if let Some(u) = reply.usage {
-                    let prev = record.usage.unwrap_or_default();
-                    let usage = crate::provider::Usage {
-                        input_tokens: prev.input_tokens + u.input_tokens,
-                        output_tokens: prev.output_tokens + u.output_tokens,
-                    };
-                    record.usage = Some(usage);
-                    record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
-                }
                 let cut = reply.finish_reason.as_deref() == Some("length");
                 match parse_verdict(&reply.text) {
                     Ok(v) if !cut => {

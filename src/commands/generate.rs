@@ -504,6 +504,11 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
         }
         Err(e) => {
             record.status = Status::Failed;
+            // A failure the provider billed (an empty reply cut by the cap) costs money too.
+            record.cost_usd = e
+                .usage
+                .and_then(|u| model.cost_usd(u.input_tokens, u.output_tokens));
+            record.usage = e.usage;
             record.error = Some(RecordedError {
                 class: e.class,
                 message: e.message,

@@ -63,13 +63,7 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         .and_then(Value::as_array)
         .ok_or_else(|| malformed(value, "no content array"))?;
     let text = collect_text(content).map_err(|what| malformed(value, what))?;
-    // Unknown (not 0) unless both counts are there: a cost is never made up.
-    let usage = value.get("usage").and_then(|u| {
-        Some(Usage {
-            input_tokens: u.get("input_tokens")?.as_u64()?,
-            output_tokens: u.get("output_tokens")?.as_u64()?,
-        })
-    });
+    let usage = usage_of(value);
     let stop_reason = value.get("stop_reason").and_then(Value::as_str);
     if stop_reason == Some("refusal") {
         return Err(refusal(value, &text));
@@ -88,6 +82,16 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         text,
         finish_reason,
         usage,
+    })
+}
+
+/// The token usage of a 2xx reply; unknown (not 0) unless both counts are there, so a cost is
+/// never made up.
+pub fn usage_of(value: &Value) -> Option<Usage> {
+    let u = value.get("usage")?;
+    Some(Usage {
+        input_tokens: u.get("input_tokens")?.as_u64()?,
+        output_tokens: u.get("output_tokens")?.as_u64()?,
     })
 }
 

@@ -77,11 +77,7 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
             "no candidates, promptFeedback or usageMetadata",
         ));
     }
-    // A count Gemini leaves out is 0 (proto3 JSON omits zeros); a null block is unknown.
-    let usage = value
-        .get("usageMetadata")
-        .filter(|m| m.is_object())
-        .map(usage_from);
+    let usage = usage_of(value);
     let candidate = match value.get("candidates") {
         None | Some(Value::Null) => None,
         Some(Value::Array(all)) => all.first(),
@@ -220,6 +216,15 @@ fn error_in_body(error: &Value) -> ProviderError {
         class,
         format!("error object in a 2xx response: {}", excerpt(&text, 300)),
     )
+}
+
+/// The token usage of a 2xx reply. A count Gemini leaves out is 0 (proto3 JSON omits zeros);
+/// no usage block (or a null one) is unknown.
+pub fn usage_of(value: &Value) -> Option<Usage> {
+    value
+        .get("usageMetadata")
+        .filter(|m| m.is_object())
+        .map(usage_from)
 }
 
 fn usage_from(meta: &Value) -> Usage {

@@ -146,6 +146,9 @@ pub struct ProviderError {
     pub status: Option<u16>,
     /// Server-requested wait (from `Retry-After`).
     pub retry_after: Option<std::time::Duration>,
+    /// Tokens the failed call was billed for, when a 2xx reply said (an empty reply cut by
+    /// the token cap, a refusal): a failure can cost money too.
+    pub usage: Option<Usage>,
 }
 
 impl ProviderError {
@@ -156,6 +159,7 @@ impl ProviderError {
             message: message.into(),
             status: None,
             retry_after: None,
+            usage: None,
         }
     }
 }
@@ -235,12 +239,16 @@ pub fn to_wire(provider: &crate::config::ProviderConfig, req: &ChatRequest) -> W
 
 /// Parses a 2xx body already decoded as JSON.
 pub fn parse_reply_value(kind: ProviderKind, value: &Value) -> Result<ChatReply, ProviderError> {
-    match kind {
-        ProviderKind::Openai => openai::parse_reply_value(value),
-        ProviderKind::Anthropic => anthropic::parse_reply_value(value),
-        ProviderKind::Gemini => gemini::parse_reply_value(value),
+    let (parsed, usage) = match kind {
+        ProviderKind::Openai => (openai::parse_reply_value(value), openai::usage_of(value)),
+        ProviderKind::Anthropic => (
+            anthropic::parse_reply_value(value),
+            anthropic::usage_of(value),
+        ),
+        ProviderKind::Gemini => (gemini::parse_reply_value(value), gemini::usage_of(value)),
         ProviderKind::Files => unreachable!("files providers make no HTTP calls"),
-    }
+    };
+    parsed.map_err(|e| ProviderError { usage, ..e })
 }
 
 /// Parses a raw 2xx body.

@@ -28,6 +28,16 @@ pub fn parse_reply(body: &[u8]) -> Result<ChatReply, ProviderError> {
     parse_reply_value(&decode_json(body)?)
 }
 
+/// The token usage of a 2xx reply; unknown (not 0) unless both counts are there, so a cost is
+/// never made up.
+pub fn usage_of(value: &Value) -> Option<Usage> {
+    let u = value.get("usage")?;
+    Some(Usage {
+        input_tokens: u.get("prompt_tokens")?.as_u64()?,
+        output_tokens: u.get("completion_tokens")?.as_u64()?,
+    })
+}
+
 /// Parses a 2xx response already decoded as JSON (e.g. from the cache).
 pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     let shape = |what: &str| malformed(value, what);
@@ -57,13 +67,7 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(str::to_ascii_lowercase);
-    // Unknown (not 0) unless both counts are there: a cost is never made up.
-    let usage = value.get("usage").and_then(|u| {
-        Some(Usage {
-            input_tokens: u.get("prompt_tokens")?.as_u64()?,
-            output_tokens: u.get("completion_tokens")?.as_u64()?,
-        })
-    });
+    let usage = usage_of(value);
     if let Some(refusal) = message
         .get("refusal")
         .and_then(Value::as_str)

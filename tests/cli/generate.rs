@@ -749,3 +749,32 @@ fn a_reasoning_model_says_which_setting_to_change() {
     assert_eq!(last.body["max_completion_tokens"], 256);
     assert_eq!(p.jsonl("runs/r3/outputs.jsonl").len(), 4);
 }
+
+/// An empty reply cut by the token cap (a reasoning model that spent the cap on hidden
+/// reasoning) fails, but it was billed: its usage and cost are recorded and counted as spent,
+/// never shown as $0.
+#[test]
+fn a_billed_failure_records_its_usage_and_cost() {
+    let server = FakeServer::start(|_, _| {
+        Reply::Http(
+            200,
+            vec![],
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"length"}],"usage":{"prompt_tokens":1000,"completion_tokens":256}}"#.into(),
+        )
+    });
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(records[0]["status"], "failed");
+    assert_eq!(records[0]["error"]["class"], "empty_output");
+    assert_eq!(records[0]["usage"]["output_tokens"], 256);
+    // 1000 × $1 + 256 × $2 per million tokens.
+    let cost = records[0]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.001512).abs() < 1e-12, "{cost}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("$0.0015 spent"),
+        "{}",
+        text(&out)
+    );
+}
