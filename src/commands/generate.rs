@@ -294,7 +294,14 @@ fn finish(
     let expected = (ctx.suite.tasks.len() * ctx.models.len()) as u64;
     let complete = done == expected;
     let stop_reason = ctx.stop.reason();
-    manifest.status = if complete && stop_reason.is_none() {
+    // The run's status covers every model in it, not only this invocation's (a resume with
+    // --model for one of them does not make the run complete).
+    let tasks = ctx.suite.tasks.len() as u64;
+    let run_complete = manifest
+        .models
+        .iter()
+        .all(|m| tally.records(&m.id) == tasks);
+    manifest.status = if complete && run_complete && stop_reason.is_none() {
         "complete"
     } else {
         "incomplete"

@@ -778,3 +778,31 @@ fn a_billed_failure_records_its_usage_and_cost() {
         text(&out)
     );
 }
+
+/// The manifest's status covers every model of the run: resuming one model does not mark a run
+/// complete while another still lacks outputs.
+#[test]
+fn the_run_status_covers_models_not_selected_this_time() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // As a kill would leave it: beta's outputs never written.
+    let kept: String = p
+        .read("runs/r/outputs.jsonl")
+        .lines()
+        .filter(|l| !l.contains("\"model\":\"beta\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    p.write("runs/r/outputs.jsonl", &kept);
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["status"], "incomplete");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["status"], "complete");
+}
