@@ -24,9 +24,19 @@ pub enum JudgeError {
     /// A provider refused every request of the run (bad key, exhausted quota, unknown model).
     #[error("{0}")]
     ProviderRefused(String),
-    /// The user interrupted the run; everything finished so far was written.
-    #[error("interrupted: finished records were kept; rerun the same command to resume")]
-    Interrupted,
+    /// The user interrupted the run; everything finished so far was written. Holds the run's
+    /// name when the command gave it a default one: the same command would start another.
+    #[error("interrupted: finished records were kept; {}", resume_hint(.0.as_deref()))]
+    Interrupted(Option<String>),
+}
+
+fn resume_hint(started: Option<&str>) -> String {
+    match started {
+        Some(run) => format!(
+            "rerun the same command with `--run {run}` to resume (without it, it starts a new run)"
+        ),
+        None => "rerun the same command to resume".to_string(),
+    }
 }
 
 impl JudgeError {
@@ -40,7 +50,7 @@ impl JudgeError {
         match self {
             JudgeError::Usage(_) => EXIT_USAGE,
             JudgeError::ProviderRefused(_) => EXIT_PROVIDER_REFUSED,
-            JudgeError::Interrupted => EXIT_INTERRUPTED,
+            JudgeError::Interrupted(_) => EXIT_INTERRUPTED,
         }
     }
 }

@@ -390,7 +390,7 @@ pub fn ensure_checks(
     let all: Vec<CheckRecord> = current.into_values().collect();
     write_jsonl_atomic(&path, &all)?;
     if crate::interrupt::requested() {
-        return Err(JudgeError::Interrupted.into());
+        return Err(JudgeError::Interrupted(None).into());
     }
     Ok(all)
 }

@@ -922,7 +922,7 @@ fn finish(
             c.judge == EXEC_JUDGE && judge_ids.contains(&EXEC_JUDGE) && c.winner == Winner::Failed
         });
     match ctx.stop.reason() {
-        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
+        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted(None).into()),
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if ctx.stop.past_deadline() => {

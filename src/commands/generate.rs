@@ -37,6 +37,8 @@ struct Ctx {
     cache: Cache,
     refresh: bool,
     stop: Arc<Stop>,
+    /// The run got its default name from this invocation (no `--run`).
+    named_here: bool,
 }
 
 /// One (task, model) to produce.
@@ -126,6 +128,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         http,
         refresh: args.refresh,
         stop: stop.clone(),
+        named_here: args.run.is_none(),
     });
 
     let progress = Progress::new(items.len() as u64, cli.quiet, "generate");
@@ -333,7 +336,10 @@ fn finish(
         }
     );
     match stop_reason {
-        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted.into()),
+        // A run this invocation named itself is resumed by naming it.
+        Some(StopReason::Interrupted) => {
+            Err(JudgeError::Interrupted(ctx.named_here.then(|| run_dir.name().to_string())).into())
+        }
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if !complete && ctx.stop.past_deadline() => {

@@ -78,6 +78,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         compare::refuse_exec_without_checks(&suite)?;
     }
     crate::interrupt::install();
+    // Interrupted after the run got its default name, `judge run` resumes it by that name.
     let (generated, run_name) = generate::run_named(
         cli,
         &GenerateArgs {
@@ -88,7 +89,16 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             deadline: None,
         },
     )?;
-    stop_if_interrupted()?;
+    // From here an interruption names the run when it got its default name just now.
+    let started = args.run.is_none().then(|| run_name.clone());
+    let resumable = |e: anyhow::Error| -> anyhow::Error {
+        if is_interrupted(&e) {
+            crate::error::JudgeError::Interrupted(started.clone()).into()
+        } else {
+            e
+        }
+    };
+    stop_if_interrupted().map_err(resumable)?;
     let compared = compare::run(
         cli,
         &CompareArgs {
@@ -98,8 +108,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             retry_failed: args.retry_failed,
             deadline: None,
         },
-    )?;
-    stop_if_interrupted()?;
+    )
+    .map_err(resumable)?;
+    stop_if_interrupted().map_err(resumable)?;
     let mut unranked = false;
     for judge in &judges {
         let ranked = rank::run(
@@ -120,14 +131,12 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 timings: false,
             },
         );
-        stop_if_interrupted()?;
+        stop_if_interrupted().map_err(resumable)?;
         // The run was written: a judge that cannot be ranked (every call failed, say) is a
         // failed item of the run (exit 1), not a usage error, and the other judges still rank.
         if let Err(e) = ranked {
-            if e.downcast_ref::<crate::error::JudgeError>()
-                .is_some_and(|j| matches!(j, crate::error::JudgeError::Interrupted))
-            {
-                return Err(e);
+            if is_interrupted(&e) {
+                return Err(resumable(e));
             }
             eprintln!("error: judge `{judge}` cannot be ranked: {e:#}");
             unranked = true;
@@ -145,11 +154,16 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     })
 }
 
+fn is_interrupted(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<crate::error::JudgeError>()
+        .is_some_and(|j| matches!(j, crate::error::JudgeError::Interrupted(_)))
+}
+
 /// Ends the pipeline with exit 130 after a Ctrl-C (the step that saw it has written
 /// everything it finished).
 fn stop_if_interrupted() -> anyhow::Result<()> {
     if crate::interrupt::requested() {
-        return Err(crate::error::JudgeError::Interrupted.into());
+        return Err(crate::error::JudgeError::Interrupted(None).into());
     }
     Ok(())
 }

@@ -906,3 +906,44 @@ fn an_unwritable_cache_is_an_io_error_not_a_refusal() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 1);
 }
+
+/// Interrupted, a generate that named its run itself says which `--run` resumes it: the same
+/// command without one would start another run.
+#[test]
+fn an_interrupted_default_named_run_says_how_to_resume_it() {
+    let server = FakeServer::start(|_, _| {
+        std::thread::sleep(Duration::from_millis(300));
+        ok("openai")
+    });
+    let p = Project::with_suite(
+        10,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 1"),
+    );
+    let child = p
+        .judge()
+        .args(["generate"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.count() < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let runs: Vec<String> = std::fs::read_dir(p.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let says = format!("rerun the same command with `--run {}` to resume", runs[0]);
+    assert!(text(&out).contains(&says), "{}", text(&out));
+    let out = p.run(&["generate", "--run", &runs[0]]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(p.path().join("runs")).unwrap().count(), 1);
+}
