@@ -51,9 +51,11 @@ pub struct OutputRecord {
 }
 
 impl OutputRecord {
-    /// An answer whose cost is unknown: the model has no price, or the reply carried no usage.
+    /// An output whose cost is unknown: the model has no price, or no usage came back (a
+    /// failure too: a request that timed out may still have been billed). The leaderboard's
+    /// cost is `n/a` then, and generate's counts it as unknown.
     pub fn cost_unknown(&self) -> bool {
-        self.status == Status::Ok && self.cost_usd.is_none()
+        self.cost_usd.is_none()
     }
 }
 

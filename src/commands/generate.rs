@@ -247,7 +247,6 @@ enum SortKey {
 struct Invocation {
     items: usize,
     hits: usize,
-    requests: u64,
     spent_usd: f64,
     /// Items answered now whose cost is unknown (unpriced model, or no usage in the reply).
     uncosted: usize,
@@ -257,7 +256,6 @@ impl Invocation {
     fn add(&mut self, r: &OutputRecord) {
         self.items += 1;
         self.hits += usize::from(r.from_cache);
-        self.requests += u64::from(r.attempts);
         if !r.from_cache {
             self.spent_usd += r.cost_usd.unwrap_or(0.0);
             self.uncosted += usize::from(r.cost_unknown());
@@ -326,7 +324,11 @@ fn finish(
         path.display(),
         invocation.items,
         invocation.hits,
-        invocation.requests,
+        // Every request sent, those of items a stop cut short too.
+        ctx.http
+            .values()
+            .map(HttpProvider::requests_sent)
+            .sum::<u64>(),
         match invocation.uncosted {
             0 => format_usd(invocation.spent_usd),
             n => format!(

@@ -180,6 +180,8 @@ impl Limiter {
 /// A provider's HTTP client.
 #[derive(Debug)]
 pub struct HttpProvider {
+    /// HTTP requests sent, every attempt counted (also those of items a stop then cut short).
+    sent: std::sync::atomic::AtomicU64,
     config: ProviderConfig,
     key: Option<Secret>,
     client: reqwest::Client,
@@ -207,12 +209,18 @@ impl HttpProvider {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000);
         Ok(HttpProvider {
+            sent: std::sync::atomic::AtomicU64::new(0),
             limiter: Limiter::new(config.requests_per_minute, config.tokens_per_minute),
             config,
             key,
             client,
             backoff_base: Duration::from_millis(backoff_ms),
         })
+    }
+
+    /// HTTP requests this client has sent.
+    pub fn requests_sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The provider's config.
@@ -288,6 +296,7 @@ impl HttpProvider {
                 _ => req.bearer_auth(key.expose()),
             };
         }
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let resp = req.send().await.map_err(|e| self.transport_error(&e))?;
         let status = resp.status().as_u16();
         if resp.status().is_redirection() {

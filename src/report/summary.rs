@@ -16,7 +16,7 @@ struct Row {
     input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
-    /// Ok records without a cost (no price, or the reply carried no usage).
+    /// Records without a cost (no price, or no usage came back).
     uncosted: u64,
     /// Records with token usage, and ok records without (unknown tokens).
     with_usage: u64,
@@ -509,5 +509,24 @@ mod tests {
             s.lines().nth(1).unwrap().ends_with("$0.5000 + 1 unknown"),
             "{s}"
         );
+    }
+
+    /// A failure without usage may have been billed (a timeout): its cost is unknown, as in the
+    /// leaderboard, not $0; a failure whose usage came back is counted.
+    #[test]
+    fn a_priced_failure_without_usage_is_unknown_not_free() {
+        let records = [
+            record("a", Status::Failed, None),
+            record("a", Status::Failed, None),
+            record("b", Status::Failed, Some(0.25)),
+        ];
+        let mut tally = GenerationTally::default();
+        records.iter().for_each(|r| tally.add(r));
+        let s = tally.render(&[model("a", true), model("b", true)]);
+        assert!(
+            s.lines().nth(1).unwrap().ends_with("$0.00 + 2 unknown"),
+            "{s}"
+        );
+        assert!(s.lines().nth(2).unwrap().ends_with("$0.2500"), "{s}");
     }
 }

@@ -616,6 +616,10 @@ fn deadline_cuts_retries_short_without_recording_them() {
         "{}",
         text(&out)
     );
+    // The requests of the items cut short were made, and are counted.
+    let sent = format!("0 items, 0 from cache, {} requests", server.count());
+    assert!(server.count() > 6, "retried");
+    assert!(text(&out).contains(&sent), "{sent}: {}", text(&out));
     // Out of retries before the deadline: that failure is recorded.
     let p = Project::with_suite(1, &config("openai", &server.url, 0, 5));
     let out = p
