@@ -79,7 +79,15 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let mut manifest = if resumed {
         let mut old = read_manifest(&run_dir)?;
         let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
-        if let Some(conflict) = resume_conflict(&old, &suite, &config.run, &models, &providers) {
+        let recorded: std::collections::BTreeSet<String> =
+            read_jsonl_repairing::<OutputKey>(&run_dir.file(OUTPUTS_FILE))?
+                .into_iter()
+                .map(|k| k.model)
+                .collect();
+        let has_records = |id: &str| recorded.contains(id);
+        if let Some(conflict) =
+            resume_conflict(&old, &suite, &config.run, &models, &providers, &has_records)
+        {
             return Err(JudgeError::usage(format!(
                 "cannot resume run `{run_name}`: {conflict}; start a new run (another --run name)"
             ))
@@ -359,8 +367,14 @@ fn finish(
 
 fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[ModelConfig]) {
     for m in models {
-        if !manifest.models.iter().any(|o| o.id == m.id) {
-            manifest.models.push(m.clone());
+        // A model re-pointed before it had any output takes its new entry, in its place
+        // (the order decides each pair's model_a and model_b).
+        match manifest.models.iter_mut().find(|o| o.id == m.id) {
+            Some(entry) if entry.model != m.model || entry.provider != m.provider => {
+                *entry = m.clone();
+            }
+            Some(_) => {}
+            None => manifest.models.push(m.clone()),
         }
         let p = config.provider_of(m);
         manifest.providers.retain(|o| o.name != p.name);

@@ -99,12 +99,16 @@ pub fn suite_changes(recorded: &SuiteInfo, suite: &crate::suite::Suite) -> Strin
 }
 
 /// Why a run cannot be resumed with the current config, as one line, or `None` if it can.
+/// `has_records(model id)` says whether the run holds any output of that model: a model with
+/// none (a mistyped model name stopped the run at its first request) may be pointed at another
+/// model or address, as may a provider none of whose models has any.
 pub fn resume_conflict(
     old: &Manifest,
     suite: &crate::suite::Suite,
     settings: &RunSettings,
     models: &[ModelConfig],
     providers: &[&ProviderConfig],
+    has_records: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
     if !suite.is_recorded_as(&old.suite.hash) {
         return Some(format!(
@@ -145,6 +149,7 @@ pub fn resume_conflict(
     for m in models {
         if let Some(o) = old.models.iter().find(|o| o.id == m.id)
             && (o.provider != m.provider || o.model != m.model)
+            && has_records(&m.id)
         {
             return Some(format!(
                 "model `{}` was `{}` on provider `{}` in run `{}`, now `{}` on `{}`",
@@ -158,7 +163,11 @@ pub fn resume_conflict(
         ) else {
             continue;
         };
-        if then.kind != now.kind || then.base_url != now.base_url {
+        let answered = old
+            .models
+            .iter()
+            .any(|o| o.provider == m.provider && has_records(&o.id));
+        if answered && (then.kind != now.kind || then.base_url != now.base_url) {
             let place = |p: &ProviderConfig| {
                 format!(
                     "{} at {}",

@@ -335,7 +335,7 @@ impl HttpProvider {
         }
         let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));
         err.retry_after = retry_after.or(err.retry_after);
-        err.message = self.explain(&err);
+        err.message = self.explain(&err, request);
         Err(err)
     }
 
@@ -389,7 +389,7 @@ impl HttpProvider {
     }
 
     /// Adds what to do to fatal errors and removes the key from any echoed text.
-    fn explain(&self, err: &ProviderError) -> String {
+    fn explain(&self, err: &ProviderError, request: &WireRequest) -> String {
         let env = self.config.api_key_env.as_deref().unwrap_or("(none)");
         let name = &self.config.name;
         let msg = match err.class {
@@ -405,10 +405,23 @@ impl HttpProvider {
                 "provider `{name}` rejects a setting judge sends ({})",
                 err.message
             ),
-            ErrorClass::UnknownModel => format!(
-                "provider `{name}` does not know the model or endpoint ({}); check `model` and `base_url` in judge.toml",
-                err.message
-            ),
+            ErrorClass::UnknownModel => {
+                // The body names the model (OpenAI, Anthropic), or the path does (Gemini).
+                let model = request
+                    .body
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| {
+                        let rest = request.path.strip_prefix("/models/")?;
+                        Some(rest.split(':').next()?.to_owned())
+                    });
+                let what = model.map_or("the model".to_string(), |m| format!("the model `{m}`"));
+                format!(
+                    "provider `{name}` does not know {what} or the endpoint ({}); check `model` and `base_url` in judge.toml",
+                    err.message
+                )
+            }
             _ => err.message.clone(),
         };
         self.redact(&msg)

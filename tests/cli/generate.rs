@@ -506,6 +506,49 @@ fn resume_against_another_server_is_refused() {
     assert_eq!(second.count(), 0);
 }
 
+/// A mistyped model name stops the run at its first request (404, nothing recorded); the run
+/// then resumes under the corrected name, as the error advises. A model that has outputs
+/// cannot be re-pointed.
+#[test]
+fn a_mistyped_model_can_be_corrected_before_it_has_outputs() {
+    let server = FakeServer::start(|req, n| {
+        if req.body["model"] == "alpha-typo" {
+            Reply::status(
+                404,
+                r#"{"error":{"message":"The model `alpha-typo` does not exist"}}"#,
+            )
+        } else {
+            echo(req, n)
+        }
+    });
+    let good = config(&server.url, "");
+    let p = Project::with_suite(2, &good.replace("\"alpha-1\"", "\"alpha-typo\""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("provider `fake` does not know the model `alpha-typo` or the endpoint"),
+        "{}",
+        text(&out)
+    );
+    p.write("judge.toml", &good);
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 4);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["models"][0]["model"], "alpha-1");
+    // With outputs, it is another model: refused.
+    p.write("judge.toml", &good.replace("\"alpha-1\"", "\"alpha-2\""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("model `alpha` was `alpha-1` on provider `fake` in run `r`, now `alpha-2`"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn shipped_offline_default_generates_and_reruns() {
     let p = crate::common::Project::offline();
