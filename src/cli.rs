@@ -60,8 +60,8 @@ pub enum Command {
 
     /// Run every output against its task's hidden test (check.py), sandboxed.
     ///
-    /// The code is the last ```python (or ```py) fenced block of the output, else the last
-    /// untagged fenced block, else the whole text if it looks like Python (an unterminated
+    /// The code is the last ```python fenced block of the output (also py, python3, py3, in any
+    /// case, and ~~~ or longer fences), else the last untagged fenced block, else the whole text if it looks like Python (an unterminated
     /// final fence, from a reply cut off by the token cap, counts up to the end). Each check
     /// runs in bubblewrap: read-only system, a fresh temporary working directory as the only
     /// writable place, no network, new PID/IPC namespaces, a scrubbed environment, limits on
@@ -138,8 +138,9 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub retry_failed: bool,
 
-    /// Stop starting items after this long (e.g. 90s, 30m, 2h): items in flight are recorded
-    /// (failed with their last error if they were still retrying), the rest wait for a rerun.
+    /// Stop starting items and retries after this long (e.g. 90s, 30m, 2h, or seconds): items
+    /// in flight finish and are recorded; one still retrying is cut short and not recorded (a
+    /// rerun asks again); the rest wait for a rerun (exit 1).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
 }
