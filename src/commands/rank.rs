@@ -118,8 +118,16 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         unit: args.bootstrap_unit.into(),
         threads,
     };
-    let mut fitted = rank(&input.models, &input.rows, params, &input.costs)
-        .map_err(|e| JudgeError::usage(format!("cannot rank {}: {e}", input.header.source)))?;
+    let mut fitted = rank(&input.models, &input.rows, params, &input.costs).map_err(|e| {
+        // A run's judge whose calls all failed can be asked again.
+        let hint = match (&e, &args.run) {
+            (crate::ranking::RankError::NoRatedComparisons, Some(run)) => format!(
+                "; if its calls failed, `judge compare --run {run} --retry-failed` asks again"
+            ),
+            _ => String::new(),
+        };
+        JudgeError::usage(format!("cannot rank {}: {e}{hint}", input.header.source))
+    })?;
     fitted.warnings.splice(0..0, input.warnings);
     let ranked = started.elapsed();
     for w in &fitted.warnings {

@@ -138,7 +138,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             if is_interrupted(&e) {
                 return Err(resumable(e));
             }
-            eprintln!("error: judge `{judge}` cannot be ranked: {e:#}");
+            eprintln!("error: judge `{judge}` not ranked: {e:#}");
             unranked = true;
         }
     }

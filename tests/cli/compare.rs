@@ -621,7 +621,9 @@ fn a_run_whose_judge_failed_every_call_exits_1_not_2() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        text(&out).contains("error: judge `judge-1` cannot be ranked"),
+        text(&out)
+            .contains("error: judge `judge-1` not ranked: cannot rank run r: no rated comparisons")
+            && text(&out).contains("`judge compare --run r --retry-failed` asks again"),
         "{}",
         text(&out)
     );
