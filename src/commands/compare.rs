@@ -873,6 +873,16 @@ fn finish(
         "{}",
         compare_summary(&judge_ids, &priced, &ours, &new_records, &comparisons)
     );
+    let failed_calls = ours
+        .iter()
+        .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+        .count();
+    if failed_calls > 0 {
+        eprintln!(
+            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept); to ask again: `judge compare --run {} --retry-failed`",
+            run_dir.name()
+        );
+    }
     let ungenerated = ctx
         .suite
         .tasks

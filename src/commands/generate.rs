@@ -322,8 +322,9 @@ fn finish(
     eprint!("{}", tally.render(&ctx.models));
     if let Some(line) = tally.failure_line(&ctx.models) {
         eprintln!(
-            "{} (each record's `error` in {OUTPUTS_FILE} says more)",
-            crate::report::printable(&line)
+            "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {} --retry-failed`)",
+            crate::report::printable(&line),
+            run_dir.name()
         );
     }
     eprintln!(

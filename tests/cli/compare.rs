@@ -230,6 +230,13 @@ fn unparsable_replies_fail_with_raw_text_kept() {
                 .all(|c| c["winner"] == "failed"),
             "{bad:?}: never coerced"
         );
+        assert!(
+            text(&out).contains(
+                "6 judgment(s) failed (each record's `error` in judgments.jsonl says why; the raw reply is kept); to ask again: `judge compare --run r --retry-failed`"
+            ),
+            "{}",
+            text(&out)
+        );
     }
 }
 

@@ -209,6 +209,12 @@ fn server_error_forever_is_a_failed_record_and_exit_1() {
     assert_eq!(rec["error"]["http_status"], 500);
     assert_eq!(rec["attempts"], 3, "first try + max_retries = 2");
     assert_eq!(server.count(), 3);
+    assert!(
+        text(&out).contains("failed: alpha 1 server_error")
+            && text(&out).contains("to ask again: `judge generate --run r --retry-failed`"),
+        "{}",
+        text(&out)
+    );
     // A resume does not retry failures unless asked to.
     assert_eq!(
         p.run(&["generate", "--run", "r", "--model", "alpha"])
