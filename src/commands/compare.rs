@@ -942,7 +942,9 @@ fn finish(
             );
             Ok(Outcome::ItemsFailed)
         }
-        None if failed => Ok(Outcome::ItemsFailed),
+        // Comparisons still missing (outputs not generated yet) leave the run unfinished: not
+        // a success a script could take for a complete one.
+        None if failed || missing.values().any(|&n| n > 0) => Ok(Outcome::ItemsFailed),
         None => Ok(Outcome::Success),
     }
 }

@@ -336,7 +336,7 @@ fn an_output_not_generated_yet_is_left_out_not_lost() {
     assert_eq!(kept.lines().count(), 5);
     p.write("runs/r/outputs.jsonl", &kept);
     let out = p.run(&["compare", "--run", "r"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "unfinished: {}", text(&out));
     assert!(
         text(&out).contains("lacks 1 output(s) (generation did not finish)"),
         "{}",
