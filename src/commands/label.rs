@@ -473,9 +473,14 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         .iter()
         .filter(|i| !state.contains_key(&i.item))
         .count();
+    let skipped = state.len() - labelled;
+    let skipped = match skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
     writeln!(
         out,
-        "{labelled} of {total} labelled by `{labeller}`, {remaining} left; saved in {}",
+        "{labelled} of {total} labelled by `{labeller}`{skipped}, {remaining} left; saved in {}",
         path.display()
     )?;
     if remaining > 0 {
@@ -531,12 +536,22 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     let path = labels_path(&l.run_dir, &args.labeller);
     std::fs::create_dir_all(path.parent().expect("labels dir"))
         .context("failed to create labels/")?;
+    // Items this labeller had answered before: the sheet's later answer replaces theirs.
+    let before: std::collections::BTreeSet<String> = read_labels(&path, &l.sample, true)?
+        .into_iter()
+        .map(|r| r.item)
+        .collect();
+    let replaced = records.iter().filter(|r| before.contains(&r.item)).count();
     let mut appender = JsonlAppender::open(&path)?;
     for r in &records {
         appender.append(r)?;
     }
+    let replaced = match replaced {
+        0 => String::new(),
+        n => format!(" ({n} of them replace this labeller's earlier answers to those items)"),
+    };
     eprintln!(
-        "imported {} label(s) for `{}` into {}",
+        "imported {} label(s) for `{}` into {}{replaced}",
         records.len(),
         args.labeller,
         path.display()

@@ -205,12 +205,12 @@ impl Scores {
             if ci.width() == 0.0 && st.agreement == Some(1.0) {
                 // Every resample of items that all agree agrees on all of them.
                 warnings.push(format!(
-                    "{who}: the kappa interval has zero width because the {} item(s) agree every one: resampling them cannot show how far that would hold on other items; label more items",
+                    "{who}: the kappa interval has zero width because all {} paired label(s) agree: resampling them cannot show how far that would hold on other items; label more items",
                     st.items
                 ));
             } else if ci.width() == 0.0 {
                 warnings.push(format!(
-                    "{who}: the kappa interval has zero width: every resample of the {} item(s) gave the same kappa, which says nothing about its uncertainty; label more items",
+                    "{who}: the kappa interval has zero width: every resample of the {} paired label(s) gave the same kappa, which says nothing about its uncertainty; label more items",
                     st.items
                 ));
             }
@@ -486,7 +486,7 @@ mod tests {
         // dave agrees on every item: the zero width is said to come from that.
         assert!(
             all.contains(
-                "`dave` vs the judge: the kappa interval has zero width because the 6 item(s) agree every one"
+                "`dave` vs the judge: the kappa interval has zero width because all 6 paired label(s) agree"
             ),
             "{all}"
         );

@@ -248,6 +248,14 @@ fn undo_skip_reveal_and_resume_after_kill() {
         "--reveal names the models after saving: {screen}"
     );
     assert!(screen.contains("2 of 6 labelled by `bob`"), "{screen}");
+    // A skip is counted apart: neither labelled nor left.
+    let out = session(&p, "carol", "1\ns\nq\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("1 of 6 labelled by `carol`, 1 skipped, 4 left"),
+        "{screen}"
+    );
 
     // Kill a session mid-way: labels written before the kill survive.
     let mut child = p
@@ -352,6 +360,25 @@ fn export_is_blind_and_import_validates_every_row() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/carol.jsonl").len(), 5);
+    assert!(!text(&out).contains("replace"), "{}", text(&out));
+    // Imported again: the later answers replace the earlier ones, and the message says so.
+    let out = p.run(&[
+        "label",
+        "import",
+        "good.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "carol",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("imported 5 label(s) for `carol`")
+            && text(&out)
+                .contains("(5 of them replace this labeller's earlier answers to those items)"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// The folders `labels/replaced-*` of run `r`.
