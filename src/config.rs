@@ -724,7 +724,7 @@ fn valid_id(id: &str) -> bool {
 }
 
 /// `name` as a TOML key: bare when TOML allows it, else quoted.
-fn toml_key(name: &str) -> String {
+pub(crate) fn toml_key(name: &str) -> String {
     let bare = !name.is_empty()
         && name
             .chars()

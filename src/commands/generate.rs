@@ -124,6 +124,11 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let outputs_path = run_dir.file(OUTPUTS_FILE);
     let existing: Vec<OutputKey> = read_jsonl_repairing(&outputs_path)?;
     let items = pending_items(&suite, &models, &existing, args.retry_failed);
+    if args.refresh && items.is_empty() {
+        eprintln!(
+            "note: --refresh asks again only for items still to generate, and run `{run_name}` has none; to generate everything afresh, start a new run (failed items: --retry-failed)"
+        );
+    }
     drop(existing);
     let stop = Arc::new(Stop::with_deadline(
         args.deadline.map(|d| std::time::Instant::now() + d),

@@ -131,8 +131,11 @@ pub fn build_http_providers(
                 Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
                 _ => {
                     return Err(JudgeError::usage(format!(
-                        "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set api_key_env = \"\" for a server that needs no key",
-                        p.name, m.id
+                        "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set another variable's name as api_key_env under [providers.{}] in {} (\"\" for a server that needs no key)",
+                        p.name,
+                        m.id,
+                        crate::config::toml_key(&p.name),
+                        config.path.display()
                     ))
                     .into());
                 }

@@ -464,8 +464,32 @@ fn missing_key_env_exits_2_naming_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("FAKE_PROVIDER_KEY"));
+    assert!(
+        text(&out).contains(
+            "provider `fake` needs an API key in the environment variable `FAKE_PROVIDER_KEY` (used by `alpha`); export it, or set another variable's name as api_key_env under [providers.fake] in "
+        ),
+        "{}",
+        text(&out)
+    );
     assert!(!p.path().join("runs").exists());
+}
+
+/// `--refresh` asks again only for items still to generate: on a finished run it says so
+/// rather than doing nothing in silence.
+#[test]
+fn refresh_on_a_finished_run_says_what_it_does() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let out = p.run(&["generate", "--run", "r", "--refresh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "note: --refresh asks again only for items still to generate, and run `r` has none"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
