@@ -233,6 +233,13 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
         pairs.len(),
         path.display()
     );
+    if items.len() < args.n {
+        eprintln!(
+            "note: --n {} asked for more items than the {} comparisons that can be labelled: the sample holds them all",
+            args.n,
+            candidates.len()
+        );
+    }
     Ok(Outcome::Success)
 }
 
@@ -309,6 +316,8 @@ impl Keys {
                 match std::io::Read::read(&mut self.stdin, &mut b) {
                     Ok(0) | Err(_) => return None,
                     Ok(_) if b[0].is_ascii_whitespace() => continue,
+                    // Ctrl-C, Ctrl-D and Ctrl-backslash quit, every label so far saved.
+                    Ok(_) if matches!(b[0], 0x03 | 0x04 | 0x1c) => return Some('q'),
                     Ok(_) => return Some(b[0] as char),
                 }
             }
@@ -343,7 +352,8 @@ fn enter_cbreak() -> Option<TtyMode> {
         .ok()?;
     let saved = String::from_utf8(saved.stdout).ok()?.trim().to_string();
     let ok = std::process::Command::new("stty")
-        .args(["-icanon", "-echo", "min", "1"])
+        // -isig: Ctrl-C arrives as a key (and quits like `q`), so the mode is always restored.
+        .args(["-icanon", "-echo", "-isig", "min", "1"])
         .stdin(tty()?)
         .status()
         .ok()?
@@ -418,6 +428,18 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
                     writeln!(out, "nothing to undo")?;
                     continue;
                 };
+                // With --reveal a saved label's models have been shown: relabelling it would
+                // not be blind.
+                if reveal && state.get(&last).is_some_and(Option::is_some) {
+                    notice = format!(
+                        "undo is off with --reveal: the models of `{last}` were shown once it was saved\n"
+                    );
+                    if !clear_screen {
+                        write!(out, "{notice}")?;
+                    }
+                    continue;
+                }
+                notice.clear();
                 let undone = l.sample.iter().find(|i| i.item == last).map(item_key);
                 appender.append(&LabelRecord {
                     item: last.clone(),
@@ -628,6 +650,7 @@ fn read_sheet(
     // Parsed from the bytes already read (the sniffing and the line numbers need them too).
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(delimiter)
+        .flexible(true)
         .from_reader(&bytes[..]);
     let headers = reader
         .headers()
@@ -659,6 +682,18 @@ fn read_sheet(
                 continue;
             }
         };
+        // A spreadsheet saves touched cells past the data as rows of bare delimiters.
+        if row.iter().all(|cell| cell.trim().is_empty()) {
+            continue;
+        }
+        if row.len() != headers.len() {
+            errors.push(at(format!(
+                "the row has {} cells and the header {}",
+                row.len(),
+                headers.len()
+            )));
+            continue;
+        }
         let id = row.get(item_col).unwrap_or("").trim();
         let raw = row.get(choice_col).unwrap_or("").trim();
         let Some(item) = by_id.get(id) else {
@@ -744,10 +779,11 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
         if labeller == "sample" {
             continue;
         }
-        out.insert(
-            labeller.to_string(),
-            read_labels(&e.path(), &sample, false)?,
-        );
+        let records = read_labels(&e.path(), &sample, false)?;
+        // A session quit before its first key leaves an empty file: no labeller yet.
+        if !records.is_empty() {
+            out.insert(labeller.to_string(), records);
+        }
     }
     Ok(out)
 }

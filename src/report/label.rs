@@ -75,7 +75,21 @@ pub fn score_labels(
     // The pooled pairs by item: the clusters of the pooled row's bootstrap.
     let mut by_item: BTreeMap<&str, Vec<(LabelCategory, LabelCategory)>> = BTreeMap::new();
     let mut labellers = Vec::new();
+    // Labels with no judge verdict to compare with (the judge's comparison failed).
+    let mut unmatched = Vec::new();
     for (who, items) in labels {
+        let without_verdict = items
+            .iter()
+            .filter(|(item, w)| {
+                human(w).is_some() && verdicts.get(item.as_str()).copied().flatten().is_none()
+            })
+            .count();
+        if without_verdict > 0 {
+            unmatched.push(format!(
+                "`{}`: {without_verdict} labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed)",
+                crate::report::printable(who)
+            ));
+        }
         let pairs: Vec<(&str, (LabelCategory, LabelCategory))> = items
             .iter()
             .filter_map(|(item, w)| {
@@ -144,7 +158,7 @@ pub fn score_labels(
         coverage_by_task: coverage(&|s| s.task.clone()),
         coverage_by_pair: coverage(&|s| format!("{} vs {}", s.model_a, s.model_b)),
         note: KAPPA_NOTE,
-        warnings: Vec::new(),
+        warnings: unmatched,
     }
     .with_warnings(shared_items(labels)))
 }
@@ -228,7 +242,7 @@ impl Scores {
                 "everyone vs the judge counts each of the {shared} item(s) labelled by more than one person once per person; its kappa interval resamples items, each with all its labels"
             ));
         }
-        self.warnings = warnings;
+        self.warnings.extend(warnings);
         self
     }
 }
@@ -437,6 +451,32 @@ mod tests {
         // the pooled labels would be about 0.71 times as wide).
         let ratio = all.width() / one.width();
         assert!((0.85..1.15).contains(&ratio), "{ratio}: {all:?} vs {one:?}");
+    }
+
+    /// A label whose comparison the judge failed cannot be compared with it: it is left out
+    /// of the "vs the judge" numbers, and a warning says so.
+    #[test]
+    fn labels_without_a_judge_verdict_are_named() {
+        let sample = items(4);
+        let verdicts: BTreeMap<&str, Option<LabelCategory>> = sample
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.item.as_str(), (k > 0).then_some(LabelCategory::A)))
+            .collect();
+        let all: BTreeMap<String, Option<Winner>> = sample
+            .iter()
+            .map(|s| (s.item.clone(), Some(Winner::ModelA)))
+            .collect();
+        let labels: Labels = [("ann".to_string(), all)].into();
+        let scores = score_labels(&sample, &verdicts, &labels, 1000, 5).expect("scores");
+        assert_eq!(scores.labellers[0].labelled, 4);
+        assert_eq!(scores.labellers[0].vs_judge.items, 3);
+        assert!(
+            scores.warnings.iter().any(|w| w
+                == "`ann`: 1 labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed)"),
+            "{:?}",
+            scores.warnings
+        );
     }
 
     #[test]

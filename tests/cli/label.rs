@@ -764,8 +764,85 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         "expected line {line}: {}",
         text(&out)
     );
-    write("semicolons.csv", b';', &rows);
+    // Rows of bare delimiters after the data (cells a spreadsheet saw touched) are no rows.
+    let mut padded = rows.clone();
+    padded.push(csv::StringRecord::from(vec![""; 6]));
+    padded.push(csv::StringRecord::from(vec![" "; 6]));
+    write("semicolons.csv", b';', &padded);
     let out = import("semicolons.csv");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/eva.jsonl").len(), 6);
+}
+
+/// In a terminal, Ctrl-C quits the session like `q` (every label kept) instead of killing it
+/// with the terminal left without echo; an empty session leaves no labeller behind; with
+/// `--reveal`, a saved label whose models were shown cannot be undone and relabelled.
+#[test]
+fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
+    let p = Project::offline();
+    assert_eq!(p.run(&["run", "--run", "r"]).status.code(), Some(0));
+    // More than there are: all of them, and a note says so.
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "500"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("note: --n 500 asked for more items than the 150 comparisons"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "4", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // `script` gives the session a pseudo-terminal; the keys reach it through the terminal,
+    // where Ctrl-C (0x03) is a signal unless the session turned that off.
+    let in_terminal = |labeller: &str, keys: &'static [&'static str]| {
+        let command = format!(
+            "{} label --run r --labeller {labeller}",
+            env!("CARGO_BIN_EXE_judge")
+        );
+        let mut child = std::process::Command::new("script")
+            .current_dir(p.path())
+            .env_remove("JUDGE_CONFIG")
+            .env("NO_COLOR", "1")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("script (util-linux)");
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            for k in keys {
+                std::thread::sleep(std::time::Duration::from_millis(700));
+                let _ = stdin.write_all(k.as_bytes());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(700));
+        });
+        child.wait_with_output().unwrap()
+    };
+    let out = in_terminal("zed", &["1", "\x03"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 of 4 labelled by `zed`, 3 left"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/labels/zed.jsonl").len(), 1);
+    let out = in_terminal("amy", &["\x03"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("amy"), "{}", text(&out));
+
+    let out = session(&p, "bo", "1\nu\nq\n", &["--reveal"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains(
+            "undo is off with --reveal: the models of `i0001` were shown once it was saved"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1 of 4 labelled by `bo`, 3 left"),
+        "{screen}"
+    );
 }
