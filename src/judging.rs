@@ -64,12 +64,18 @@ pub fn family_conflict<'a>(
     judge_family: &str,
     models: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Option<&'a str> {
+    // A family of punctuation alone is compared as written.
     let key = |family: &str| -> String {
-        family
+        let letters: String = family
             .chars()
             .filter(|c| c.is_alphanumeric())
             .flat_map(char::to_lowercase)
-            .collect()
+            .collect();
+        if letters.is_empty() {
+            family.trim().to_string()
+        } else {
+            letters
+        }
     };
     let judge_family = key(judge_family);
     models
@@ -201,6 +207,8 @@ mod tests {
         assert_eq!(family_conflict("meta ai", models), Some("llama"));
         assert_eq!(family_conflict("google", models), None);
         assert_eq!(family_conflict("meta", models), None);
+        assert_eq!(family_conflict("?", [("q", "-")]), None);
+        assert_eq!(family_conflict(" - ", [("q", "-")]), Some("q"));
     }
 
     #[test]

@@ -278,6 +278,18 @@ pub(crate) fn refuse_changed_judge_setup(
             .flatten()
             .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()))
         else {
+            // Judgments without an entry: an older judge kept only the latest invocation's
+            // judges, and recorded them only at the end. Its run-wide cap still binds them.
+            let now = u64::from(config.run.judge_max_tokens);
+            if let Some(before) = run_wide.max_tokens
+                && before != now
+            {
+                return Err(JudgeError::usage(format!(
+                    "[run] judge_max_tokens is {now} but run `{run}` was judged with {before}, and judge `{}` has judgments in it; they cannot be mixed with judgments at another cap: restore {before}, or judge into a new run",
+                    m.id
+                ))
+                .into());
+            }
             continue;
         };
         let id = &m.id;

@@ -309,11 +309,14 @@ fn finish(
     let complete = done == expected;
     let stop_reason = ctx.stop.reason();
     // The run's status covers every model in it, not only this invocation's (a resume with
-    // --model for one of them does not make the run complete).
+    // --model for one of them does not make the run complete); a model not selected that has
+    // no output at all and has left the config (its first request was refused) is no part.
     let tasks = ctx.suite.tasks.len() as u64;
+    let configured = |id: &str| ctx.config.models.iter().any(|m| m.id == id);
     let run_complete = manifest
         .models
         .iter()
+        .filter(|m| configured(&m.id) || tally.records(&m.id) > 0)
         .all(|m| tally.records(&m.id) == tasks);
     manifest.status = if complete && run_complete && stop_reason.is_none() {
         "complete"

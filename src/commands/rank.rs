@@ -121,9 +121,11 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     let mut fitted = rank(&input.models, &input.rows, params, &input.costs).map_err(|e| {
         // A run's judge whose calls all failed can be asked again.
         let hint = match (&e, &args.run) {
-            (crate::ranking::RankError::NoRatedComparisons, Some(run)) => format!(
-                "; if its calls failed, `judge compare --run {run} --retry-failed` asks again"
-            ),
+            (crate::ranking::RankError::NoRatedComparisons, Some(run)) if !args.from_labels => {
+                format!(
+                    "; if its calls failed, `judge compare --run {run} --retry-failed` asks again"
+                )
+            }
             _ => String::new(),
         };
         JudgeError::usage(format!("cannot rank {}: {e}{hint}", input.header.source))

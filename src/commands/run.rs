@@ -47,8 +47,21 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         if run_dir.path().is_dir() && run_dir.file("manifest.json").is_file() {
             run_dir.create_and_lock()?;
             let manifest = crate::engine::manifest::read_manifest(&run_dir)?;
+            // The run's models that have outputs are ranked with the selected ones, as
+            // compare ranks them.
+            #[derive(serde::Deserialize)]
+            struct ModelOf {
+                model: String,
+            }
+            let answered: std::collections::BTreeSet<String> =
+                crate::engine::run_dir::read_jsonl_repairing::<ModelOf>(
+                    &run_dir.file(generate::OUTPUTS_FILE),
+                )?
+                .into_iter()
+                .map(|o| o.model)
+                .collect();
             for m in &manifest.models {
-                if !ranked.iter().any(|r| r.id == m.id) {
+                if answered.contains(&m.id) && !ranked.iter().any(|r| r.id == m.id) {
                     ranked.push(m.clone());
                 }
             }

@@ -52,7 +52,10 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
             .filter(|c| (400..600).contains(c))
     {
         let mut e = classify_status(code, &value.to_string());
-        e.message = format!("error object in a 2xx response: {}", e.message);
+        e.message = format!(
+            "error object with code {code} in a 2xx response: {}",
+            crate::provider::excerpt(&value.to_string(), 300)
+        );
         e.status = None;
         return Err(e);
     }

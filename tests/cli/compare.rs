@@ -885,3 +885,94 @@ fn run_into_a_run_refuses_a_judge_of_a_model_already_in_it() {
         "nothing was generated"
     );
 }
+
+/// A run whose manifest an older judge wrote lists only the judges of the latest compare,
+/// with the cap run-wide: a judge with judgments but no entry is still held to that cap.
+#[test]
+fn a_judge_missing_from_an_older_manifest_keeps_the_run_wide_cap() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let config = p.read("judge.toml")
+        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    p.write("judge.toml", &config);
+    for judge in ["judge-1", "judge-2"] {
+        let out = p.run(&["compare", "--run", "r", "--judge", judge]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    // As an older judge left it: judge-2's entry alone, without per-judge settings.
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    let section = &mut manifest["compare"];
+    let mut entry = section["judges"][1].clone();
+    for key in [
+        "kind",
+        "base_url",
+        "token_limit_field",
+        "temperature",
+        "max_tokens",
+    ] {
+        entry.as_object_mut().unwrap().remove(key);
+    }
+    section["judges"] = serde_json::json!([entry]);
+    p.write("runs/r/manifest.json", &manifest.to_string());
+    p.write(
+        "judge.toml",
+        &config.replace("seed = 5", "seed = 5\njudge_max_tokens = 4096"),
+    );
+    let calls = server.count();
+    let out = p.run(&[
+        "compare",
+        "--run",
+        "r",
+        "--judge",
+        "judge-1",
+        "--retry-failed",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("[run] judge_max_tokens is 4096 but run `r` was judged with 1024, and judge `judge-1` has judgments in it"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), calls);
+}
+
+/// A model whose first request was refused (no output) and that then left the config is no
+/// part of the run: `judge run` ranks, and may judge with a judge of its family, as compare
+/// does, and the run's status is complete once the rest is.
+#[test]
+fn a_model_without_outputs_that_left_the_config_is_no_part_of_the_run() {
+    let judge = FakeServer::start(marker_judge);
+    let refusing =
+        FakeServer::start(|_, _| Reply::status(404, r#"{"error":{"message":"no such model"}}"#));
+    let base = crate::common::files_config(&[("a", "a", "fam-a"), ("b", "b", "fam-b")])
+        + &format!(
+            "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n",
+            judge.url
+        );
+    let with_x = base.clone()
+        + &format!(
+            "\n[providers.gone]\nkind = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n\n[[models]]\nid = \"x\"\nprovider = \"gone\"\nmodel = \"x-1\"\nfamily = \"fam-x\"\n",
+            refusing.url
+        );
+    let p = Project::with_suite(2, &with_x);
+    for set in ["a", "b"] {
+        for task in ["t01", "t02"] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{task}.md"),
+                &format!("{} answer", if set == "a" { "MARKER" } else { "plain" }),
+            );
+        }
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    p.write(
+        "judge.toml",
+        &(base + "\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"fam-x\"\n"),
+    );
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["status"], "complete");
+}
