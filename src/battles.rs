@@ -56,7 +56,7 @@ pub enum BattlesError {
     /// judge's own comparisons of several judges: ranking them together pools their verdicts.
     #[error(
         "the file holds judge's comparisons by several judges ({}); ranked together their verdicts would be pooled: rank one judge with `judge rank --run RUN --judge ID`, or keep one judge's lines",
-        .0.join(", ")
+        .0.iter().map(|j| crate::report::printable(j)).collect::<Vec<_>>().join(", ")
     )]
     SeveralJudges(Vec<String>),
     #[error("read error: {0}")]

@@ -333,15 +333,17 @@ fn standing(
     elo: EloEntry,
     cost: Option<&(Option<f64>, bool)>,
 ) -> Standing {
+    let (rating_ci_low, rating_ci_high) = holding(rating_ci, fit.rating[i]);
+    let (win_rate_ci_low, win_rate_ci_high) = holding(win_ci, fit.win_rate[i]);
     Standing {
         rank,
         model: model.to_string(),
         rating: fit.rating[i],
-        rating_ci_low: rating_ci.lo,
-        rating_ci_high: rating_ci.hi,
+        rating_ci_low,
+        rating_ci_high,
         win_rate: fit.win_rate[i],
-        win_rate_ci_low: win_ci.lo,
-        win_rate_ci_high: win_ci.hi,
+        win_rate_ci_low,
+        win_rate_ci_high,
         games: t[0] + t[1] + t[2],
         wins: t[0],
         losses: t[1],
@@ -352,6 +354,24 @@ fn standing(
         cost_usd: cost.and_then(|c| c.0),
         priced: cost.is_some_and(|c| c.1),
     }
+}
+
+/// The interval's bounds, a bound that misses `estimate` by rounding alone (1e-9 of it) moved
+/// onto it: a resample of the very data the estimate was fitted to refits to it up to the last
+/// bits, and a reader checking `low <= estimate <= high` must not see it fail for that.
+fn holding(ci: &Interval, estimate: f64) -> (f64, f64) {
+    let tolerance = 1e-9 * estimate.abs().max(1.0);
+    let lo = if estimate < ci.lo && ci.lo - estimate <= tolerance {
+        estimate
+    } else {
+        ci.lo
+    };
+    let hi = if estimate > ci.hi && estimate - ci.hi <= tolerance {
+        estimate
+    } else {
+        ci.hi
+    };
+    (lo, hi)
 }
 
 /// Connected components of the graph of rated games (`pairs`: the pairs with at least one),
@@ -384,6 +404,26 @@ fn connected_groups(n: usize, pairs: &[(usize, usize)]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bound that misses its estimate by rounding moves onto it; a real miss stays (and is
+    /// warned about).
+    #[test]
+    fn a_bound_off_by_rounding_holds_its_estimate() {
+        let est = 0.5161840511803177;
+        let below = Interval {
+            lo: est,
+            hi: 0.5161840511803176,
+        };
+        assert_eq!(holding(&below, est), (est, est));
+        let rating = 1491.508212068322;
+        let above = Interval {
+            lo: 1491.5082120683223,
+            hi: 1491.5082120683223,
+        };
+        assert_eq!(holding(&above, rating), (rating, 1491.5082120683223));
+        let apart = Interval { lo: 0.6, hi: 0.7 };
+        assert_eq!(holding(&apart, 0.5), (0.6, 0.7));
+    }
 
     fn params() -> RankParams {
         RankParams {

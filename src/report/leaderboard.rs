@@ -88,15 +88,23 @@ impl Leaderboard {
         }
     }
 
-    fn header_line(&self) -> String {
+    /// The header line; the judge's name (a battles file's own text) escaped for the terminal,
+    /// or as Markdown text when `markdown`.
+    fn header_line(&self, markdown: bool) -> String {
         let h = &self.header;
+        let judge = h.judge.as_deref().map_or("n/a".to_string(), |j| {
+            if markdown {
+                crate::report::md_cell(j)
+            } else {
+                crate::report::printable(j).to_string()
+            }
+        });
         let unit = match h.bootstrap_unit {
             BootstrapUnit::Comparison => "comparison",
             BootstrapUnit::Task => "task",
         };
         format!(
-            "judge: {} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
-            h.judge.as_deref().unwrap_or("n/a"),
+            "judge: {judge} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
             h.prompt_sha256.as_deref().map_or("n/a", crate::short_hash),
             h.order_flip_rate.map_or("n/a".into(), |r| fmt_float(r, 3)),
             h.seed,
@@ -117,7 +125,8 @@ fn cost(s: &Standing) -> String {
 fn csv_cells(s: &Standing) -> Vec<String> {
     vec![
         s.rank.to_string(),
-        s.model.clone(),
+        // Opened in a spreadsheet, a name like `=HYPERLINK(…)` must not run as a formula.
+        crate::report::sheet_cell(&s.model).into_owned(),
         fmt_float(s.rating, 2),
         fmt_float(s.rating_ci_low, 2),
         fmt_float(s.rating_ci_high, 2),
@@ -187,7 +196,7 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
             let c = &lb.comparisons;
             format!(
                 "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n",
-                lb.header_line(),
+                lb.header_line(false),
                 render_table_aligned(&table, 2),
                 OVERLAP_NOTE,
                 c.rated,
@@ -222,7 +231,7 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
                 .collect();
             format!(
                 "{}\n\n{}\n{}\n{warnings}",
-                lb.header_line(),
+                lb.header_line(true),
                 render_markdown(&header, &rows),
                 OVERLAP_NOTE
             )

@@ -60,11 +60,16 @@ pub fn render_markdown(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// `s` as the text of a Markdown table cell: control characters as in [`printable`], and a
 /// backslash before each character that would end the cell (`|`) or format its text (`\\`,
-/// `` ` ``, `*`, `_`, `~`, `<`, `>`), so that a model name reads as it is written.
+/// `` ` ``, `*`, `_`, `~`, `<`, `>`, `&`: no emphasis, code, HTML or entity), and before a `]`
+/// that a `(` or `[` follows (no link or image; an interval `[1185, 1215]` stays as it is), so
+/// that a model name reads as it is written.
 pub fn md_cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in printable(s).chars() {
-        if matches!(c, '\\' | '|' | '`' | '*' | '_' | '~' | '<' | '>') {
+    let text = printable(s);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let link = c == ']' && matches!(chars.peek(), Some('(' | '['));
+        if link || matches!(c, '\\' | '|' | '`' | '*' | '_' | '~' | '<' | '>' | '&') {
             out.push('\\');
         }
         out.push(c);
@@ -235,6 +240,8 @@ mod tests {
         assert_eq!(md_cell("<b>`x`~y~</b>"), "\\<b\\>\\`x\\`\\~y\\~\\</b\\>");
         assert_eq!(md_cell("line\nbreak"), "line\\\\nbreak");
         assert_eq!(md_cell("[1185, 1215]"), "[1185, 1215]");
+        assert_eq!(md_cell("x[l](http://e)"), "x[l\\](http://e)");
+        assert_eq!(md_cell("![i][r] R&D"), "![i\\][r] R\\&D");
         let table = render_markdown(&["model"], &[vec!["x|y".into()]]);
         assert_eq!(table, "| model |\n|---|\n| x\\|y |\n");
     }

@@ -652,3 +652,52 @@ fn an_unwritable_stderr_is_exit_1_not_a_panic() {
         .unwrap();
     assert_eq!(config_error.status.code(), Some(2), "the error's own code");
 }
+
+/// Names from a battles file reach no terminal, Markdown page or spreadsheet as live text: the
+/// judge's name in the header is escaped like model names, and a CSV name that a spreadsheet
+/// would run as a formula gets a leading `'`.
+#[test]
+fn names_from_a_file_are_escaped_in_every_format() {
+    let p = Project::empty();
+    let judge = "evil\u{1b}[31mRED\n| injected |";
+    let rows: Vec<serde_json::Value> = (0..6)
+        .map(|i| {
+            serde_json::json!({
+                "task": format!("t{i}"), "judge": judge,
+                "model_a": "=HYPERLINK(\"http://x\",\"y\")", "model_b": "plain",
+                "winner": if i % 2 == 0 { "model_a" } else { "tie" },
+                "flipped": false, "by_failure": false,
+            })
+        })
+        .collect();
+    let file = battles_file(&p, "c.jsonl", &rows);
+    let rank = |format: &str| {
+        let out = p.run(&[
+            "rank",
+            "--comparisons",
+            &file,
+            "--format",
+            format,
+            "--resamples",
+            "50",
+            "--allow-few-resamples",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let table = rank("table");
+    assert!(
+        table.starts_with("judge: evil\\u{1b}[31mRED\\n| injected | · prompt"),
+        "{table}"
+    );
+    let md = rank("md");
+    assert!(
+        md.starts_with("judge: evil\\\\u{1b}[31mRED\\\\n\\| injected \\| · prompt"),
+        "{md}"
+    );
+    let csv = rank("csv");
+    assert!(
+        csv.contains("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""),
+        "{csv}"
+    );
+}
