@@ -75,6 +75,10 @@ struct FastRow<'a> {
     task: Option<&'a str>,
     #[serde(default)]
     judge: Option<&'a str>,
+    #[serde(default)]
+    flipped: Option<Flag>,
+    #[serde(default)]
+    by_failure: Option<Flag>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +95,50 @@ struct OwnedRow<'a> {
     task: Option<QuestionId<'a>>,
     #[serde(borrow, default)]
     judge: Option<JudgeField<'a>>,
+    #[serde(default)]
+    flipped: Option<Flag>,
+    #[serde(default)]
+    by_failure: Option<Flag>,
+}
+
+/// A comparison's `flipped` or `by_failure`: a boolean in judge's own comparisons; in other
+/// files whatever the source put there, which is not read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Flag {
+    Bool(bool),
+    Other(serde::de::IgnoredAny),
+}
+
+impl Flag {
+    fn set(flag: Option<&Flag>) -> bool {
+        matches!(flag, Some(Flag::Bool(true)))
+    }
+}
+
+/// Judged and flipped comparisons of a file of judge's own comparisons: those whose both
+/// orderings gave a verdict (not failed, not decided by a failed generation), and of them
+/// those whose two verdicts disagreed. The order-flip rate is their ratio.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flips {
+    pub judged: u64,
+    pub flipped: u64,
+}
+
+impl Flips {
+    /// Counts one row of judge's own format.
+    fn note(&mut self, winner: &[u8], flipped: bool, by_failure: bool) {
+        if by_failure || winner == b"failed" {
+            return;
+        }
+        self.judged += 1;
+        self.flipped += u64::from(flipped);
+    }
+
+    /// The order-flip rate, `None` when nothing was judged.
+    pub fn rate(self) -> Option<f64> {
+        (self.judged > 0).then(|| self.flipped as f64 / self.judged as f64)
+    }
 }
 
 /// A row's `judge`: a name in judge's own comparisons; in other files whatever the source
@@ -344,6 +392,8 @@ struct Chunk {
     tasks: Vec<u128>,
     /// Distinct `judge`s of rows in judge's own format (`task`), at most a few.
     own_judges: Vec<String>,
+    /// The flip counts of rows in judge's own format.
+    flips: Flips,
     error: Option<BattlesError>,
 }
 
@@ -364,11 +414,11 @@ pub fn parse_battles(
     reader: impl Read + Send,
     unit: BootstrapUnit,
 ) -> Result<(Vec<String>, Vec<Row>), BattlesError> {
-    parse_battles_judged(reader, unit).map(|(models, rows, _)| (models, rows))
+    parse_battles_judged(reader, unit).map(|(models, rows, _, _)| (models, rows))
 }
 
-/// Model names, rows, and the judge that a file of judge's own comparisons names.
-pub type Judged = (Vec<String>, Vec<Row>, Option<String>);
+/// Model names, rows, the judge that a file of judge's own comparisons names, and its flips.
+pub type Judged = (Vec<String>, Vec<Row>, Option<String>, Flips);
 
 /// [`parse_battles`], also returning the judge that a file of judge's own comparisons names
 /// (one at most: several are refused), `None` for a Chatbot Arena file.
@@ -472,11 +522,7 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
     while pos < block.len() {
         chunk.lines += 1;
         // The common case: the scanner reads the row in place and stops at its newline.
-        let mut sc = Scanner {
-            s: block,
-            i: pos,
-            own_judge: None,
-        };
+        let mut sc = Scanner { s: block, i: pos };
         if let Some(fields) = sc.object() {
             sc.blanks();
             if matches!(sc.peek(), None | Some(b'\n')) {
@@ -487,9 +533,6 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                         message,
                     });
                     return chunk;
-                }
-                if let Some(judge) = sc.own_judge {
-                    chunk.note_judge(judge);
                 }
                 continue;
             }
@@ -518,6 +561,13 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                 if let (Some(judge), Some(_)) = (r.judge, r.task) {
                     chunk.note_judge(judge.as_bytes());
                 }
+                if r.task.is_some() {
+                    chunk.flips.note(
+                        r.winner.as_bytes(),
+                        Flag::set(r.flipped.as_ref()),
+                        Flag::set(r.by_failure.as_ref()),
+                    );
+                }
                 add_row(
                     &mut chunk,
                     &mut models,
@@ -538,6 +588,13 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                         (r.judge.as_ref().and_then(JudgeField::name), &r.task)
                     {
                         chunk.note_judge(judge.as_bytes());
+                    }
+                    if r.task.is_some() {
+                        chunk.flips.note(
+                            r.winner.as_bytes(),
+                            Flag::set(r.flipped.as_ref()),
+                            Flag::set(r.by_failure.as_ref()),
+                        );
                     }
                     add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
                 }
@@ -560,11 +617,7 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
 /// The four fields of a plain line, or `None` to let serde_json decide.
 #[cfg(test)]
 fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
-    let mut sc = Scanner {
-        s: line,
-        i: 0,
-        own_judge: None,
-    };
+    let mut sc = Scanner { s: line, i: 0 };
     let fields = sc.object()?;
     sc.blanks();
     (sc.i == line.len()).then_some(fields)
@@ -575,9 +628,6 @@ fn scan_line(line: &[u8]) -> Option<Fields<'_>> {
 struct Scanner<'a> {
     s: &'a [u8],
     i: usize,
-    /// The `judge` of a row that names its question `task` (judge's own comparisons.jsonl),
-    /// set by [`Scanner::object`].
-    own_judge: Option<&'a [u8]>,
 }
 
 impl<'a> Scanner<'a> {
@@ -632,7 +682,12 @@ impl<'a> Scanner<'a> {
                 _ => return None,
             }
         }
-        self.own_judge = if by_task { judge } else { None };
+        // judge's own comparisons (they name the question `task`) also carry `flipped` and
+        // `by_failure`: serde_json reads those rows whole. Such files are a run's size, and
+        // Chatbot Arena's rows keep this path to themselves.
+        if by_task {
+            return None;
+        }
         Some((found[0]?, found[1]?, found[2]?, found[3]))
     }
     fn peek(&self) -> Option<u8> {
@@ -1038,6 +1093,7 @@ struct Merger {
     rows: Vec<Row>,
     lines_before: usize,
     judges: Vec<String>,
+    flips: Flips,
     /// The index of the block to join next, and blocks parsed ahead of it.
     next: usize,
     waiting: Vec<(usize, Chunk)>,
@@ -1057,6 +1113,8 @@ impl Merger {
     }
 
     fn join(&mut self, chunk: Chunk) {
+        self.flips.judged += chunk.flips.judged;
+        self.flips.flipped += chunk.flips.flipped;
         for j in &chunk.own_judges {
             if !self.judges.contains(j) {
                 self.judges.push(j.clone());
@@ -1108,7 +1166,7 @@ impl Merger {
             self.judges.sort();
             return Err(BattlesError::SeveralJudges(self.judges));
         }
-        Ok((self.models, self.rows, self.judges.pop()))
+        Ok((self.models, self.rows, self.judges.pop(), self.flips))
     }
 }
 

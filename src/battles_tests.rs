@@ -563,9 +563,9 @@ fn blocks_are_joined_in_file_order_whatever_order_they_arrive_in() {
         }
         merger.finish()
     };
-    let (models, rows, _) = joined(&[0, 1, 2, 3, 4, 5], &blocks).expect("valid");
+    let (models, rows, _, _) = joined(&[0, 1, 2, 3, 4, 5], &blocks).expect("valid");
     for order in [[5, 4, 3, 2, 1, 0], [2, 0, 5, 1, 4, 3]] {
-        let (m, r, _) = joined(&order, &blocks).expect("valid");
+        let (m, r, _, _) = joined(&order, &blocks).expect("valid");
         assert_eq!(m, models);
         assert_eq!(r, rows, "order {order:?}");
     }
@@ -584,4 +584,47 @@ fn blocks_are_joined_in_file_order_whatever_order_they_arrive_in() {
         e.to_string().starts_with("line 6: unknown winner `nobody`"),
         "{e}"
     );
+}
+
+/// judge's own comparisons carry `flipped`: the file's order-flip rate counts the judged ones
+/// (neither failed nor decided by failure), read in place or by serde_json (an escape), and
+/// an Arena file's `flipped` of another type is not read.
+#[test]
+fn flips_of_judges_own_comparisons_are_counted() {
+    let text = concat!(
+        r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":true,"by_failure":false}"#,
+        "\n",
+        r#"{"task":"t2","judge":"j","model_a":"a","model_b":"b","winner":"model_a","flipped":false,"by_failure":false}"#,
+        "\n",
+        r#"{"task":"t3","judge":"j","model_a":"a\u0062","model_b":"c","winner":"tie","flipped":true,"by_failure":false}"#,
+        "\n",
+        r#"{"task":"t4","judge":"j","model_a":"a","model_b":"c","winner":"model_b","flipped":false,"by_failure":true}"#,
+        "\n",
+        r#"{"task":"t5","judge":"j","model_a":"b","model_b":"c","winner":"failed","flipped":false,"by_failure":false}"#,
+        "\n",
+    );
+    let (_, rows, judge, flips) =
+        parse_battles_judged(text.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(rows.len(), 5);
+    assert_eq!(judge.as_deref(), Some("j"));
+    assert_eq!(
+        flips,
+        Flips {
+            judged: 3,
+            flipped: 2
+        }
+    );
+    assert_eq!(flips.rate(), Some(2.0 / 3.0));
+    let arena = concat!(
+        r#"{"model_a":"a","model_b":"b","winner":"tie","flipped":"maybe"}"#,
+        "\n",
+        r#"{"model_a":"a","model_b":"b","winner":"tie","flipped":true}"#,
+        "\n",
+    );
+    let (_, rows, judge, flips) =
+        parse_battles_judged(arena.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!((rows.len(), judge, flips.rate()), (2, None, None));
+    let bad =
+        r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":truex}"#;
+    assert!(parse_battles_judged(bad.as_bytes(), BootstrapUnit::Comparison).is_err());
 }

@@ -379,12 +379,7 @@ fn from_run(
     if exec_judged {
         warnings.extend(crate::commands::compare::exec_coverage_note(&suite));
     }
-    if let Some(rate) = header.order_flip_rate.filter(|&r| r > MUCH_FLIPPING) {
-        warnings.push(format!(
-            "the judge gave opposite verdicts for the two orderings in {:.1}% of the comparisons it judged in both (each recorded as a tie): its verdicts follow the answers' order more than the answers, which pulls every rating together; try another judge or prompt",
-            rate * 100.0
-        ));
-    }
+    warnings.extend(flip_warning(header.order_flip_rate));
     Ok((
         RankInput {
             models,
@@ -493,7 +488,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
             .into());
         }
     };
-    let (models, rows, judge) = parsed.map_err(|e| match e {
+    let (models, rows, judge, flips) = parsed.map_err(|e| match e {
         BattlesError::Line { line, message } if shape == BattlesShape::Array => JudgeError::usage(
             format!("{}: element {line} of the array: {message}", path.display()),
         )
@@ -515,9 +510,14 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     let header = Header {
         source: path.display().to_string(),
         // judge's own comparisons name their judge; an Arena file does not.
+        // From the file's own `flipped` (the exec judge cannot flip).
+        order_flip_rate: if judge.as_deref() == Some(EXEC_JUDGE) {
+            None
+        } else {
+            flips.rate()
+        },
         judge,
         prompt_sha256: None,
-        order_flip_rate: None,
         seed: args.seed.unwrap_or(DEFAULT_SEED),
         resamples: args.resamples,
         bootstrap_unit: args.bootstrap_unit.into(),
@@ -527,9 +527,18 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         costs: vec![(None, false); models.len()],
         models,
         rows,
+        warnings: flip_warning(header.order_flip_rate).into_iter().collect(),
         header,
-        warnings: Vec::new(),
     })
+}
+
+/// The warning for an order-flip rate above [`MUCH_FLIPPING`].
+fn flip_warning(rate: Option<f64>) -> Option<String> {
+    let rate = rate.filter(|&r| r > MUCH_FLIPPING)?;
+    Some(format!(
+        "the judge gave opposite verdicts for the two orderings in {:.1}% of the comparisons it judged in both (each recorded as a tie): its verdicts follow the answers' order more than the answers, which pulls every rating together; try another judge or prompt",
+        rate * 100.0
+    ))
 }
 
 /// Refuses comparisons decided by a failed generation that the outputs as they are now would

@@ -175,6 +175,26 @@ fn position_bias_becomes_flipped_ties() {
             .contains("opposite verdicts for the two orderings in 100.0% of the comparisons it judged in both")),
         "{board}"
     );
+    // The run's comparisons.jsonl ranked as a file gives the same rate and warning.
+    let out = p.run(&[
+        "rank",
+        "--comparisons",
+        "runs/r/comparisons.jsonl",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let from_file: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_file["order_flip_rate"], 1.0, "{from_file}");
+    assert_eq!(from_file["judge"], "judge-1");
+    assert!(
+        from_file["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("opposite verdicts")),
+        "{from_file}"
+    );
 }
 
 #[test]
@@ -740,7 +760,15 @@ fn a_compare_killed_on_its_first_pass_binds_its_judge_settings() {
     assert_eq!(entry["base_url"], server.url.as_str());
     assert_eq!(manifest["compare"]["missing_comparisons"]["judge-1"], 3);
 
-    let calls = server.count();
+    // Requests the killed process had sent may reach the server a moment later.
+    let mut calls = server.count();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if server.count() == calls {
+            break;
+        }
+        calls = server.count();
+    }
     let config = p.read("judge.toml");
     for (changed, says) in [
         (
