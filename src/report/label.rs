@@ -370,8 +370,9 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record([
                 "labeller",
+                "versus",
                 "labelled",
-                "items_vs_judge",
+                "items",
                 "agreement",
                 "agreement_excluding_ties",
                 "kappa",
@@ -379,28 +380,35 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
                 "kappa_ci_high",
             ])
             .expect("writing to memory cannot fail");
-            let mut emit = |name: &str, labelled: usize, st: &AgreementStats| {
-                let f = |x: Option<f64>| x.map_or(String::new(), |v| fmt_float(v, 4));
-                w.write_record([
-                    name.to_string(),
-                    labelled.to_string(),
-                    st.items.to_string(),
-                    f(st.agreement),
-                    f(st.agreement_excluding_ties),
-                    f(st.kappa),
-                    f(st.kappa_ci.map(|i| i.lo)),
-                    f(st.kappa_ci.map(|i| i.hi)),
-                ])
-                .expect("writing to memory cannot fail");
-            };
+            let mut emit =
+                |name: &str, versus: &str, labelled: Option<usize>, st: &AgreementStats| {
+                    let f = |x: Option<f64>| x.map_or(String::new(), |v| fmt_float(v, 4));
+                    w.write_record([
+                        name.to_string(),
+                        versus.to_string(),
+                        labelled.map_or(String::new(), |n| n.to_string()),
+                        st.items.to_string(),
+                        f(st.agreement),
+                        f(st.agreement_excluding_ties),
+                        f(st.kappa),
+                        f(st.kappa_ci.map(|i| i.lo)),
+                        f(st.kappa_ci.map(|i| i.hi)),
+                    ])
+                    .expect("writing to memory cannot fail");
+                };
             for l in &s.labellers {
-                emit(&l.labeller, l.labelled, &l.vs_judge);
+                emit(&l.labeller, "judge", Some(l.labelled), &l.vs_judge);
             }
             emit(
                 "all",
-                s.labellers.iter().map(|l| l.labelled).sum(),
+                "judge",
+                Some(s.labellers.iter().map(|l| l.labelled).sum()),
                 &s.overall,
             );
+            // Two people over the items both labelled.
+            for h in &s.human_human {
+                emit(&h.labeller_1, &h.labeller_2, None, &h.stats);
+            }
             w.into_inner().expect("writing to memory cannot fail")
         }
     }

@@ -226,6 +226,18 @@ fn sample_label_score_and_rank_end_to_end() {
         "{}",
         text(&out)
     );
+    // The CSV holds each person against the judge, everyone, and the two people.
+    let out = p.run(&["label", "score", "--run", "r", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "labeller,versus,labelled,items,agreement,agreement_excluding_ties,kappa,kappa_ci_low,kappa_ci_high"
+    );
+    assert!(lines[1].starts_with("alice,judge,20,20,1.0"), "{csv}");
+    assert!(lines[3].starts_with("all,judge,40,40,1.0"), "{csv}");
+    assert!(lines[4].starts_with("alice,bob,,20,1.0"), "{csv}");
 }
 
 #[test]
