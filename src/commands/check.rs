@@ -194,6 +194,42 @@ pub(crate) fn record_policy(
     );
 }
 
+/// What an exec leaderboard must say of the checks it was decided from, when they did not run
+/// as `judge check` runs them by default: a wall-clock limit other than the default (the last
+/// one used, from the manifest; answers slower than it lost), or checks run without the
+/// sandbox (`records`).
+pub(crate) fn exec_policy_notes(
+    manifest: &crate::engine::manifest::Manifest,
+    records: &[CheckRecord],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let default = SandboxPolicy::default().wall_timeout.as_secs_f64();
+    if let Some(limit) = manifest
+        .extra
+        .get("check")
+        .and_then(|c| c.get("wall_timeout_secs"))
+        .and_then(serde_json::Value::as_f64)
+        .filter(|&t| t != default)
+    {
+        notes.push(format!(
+            "the checks behind these verdicts last ran with a {limit} s time limit (--timeout-secs; the default is {default} s): an answer slower than that failed"
+        ));
+    }
+    // The latest record of each output is the one the exec judge used.
+    let latest: BTreeMap<(&str, &str), &CheckRecord> = records
+        .iter()
+        .map(|r| ((r.task.as_str(), r.model.as_str()), r))
+        .collect();
+    let unconfined = latest.values().filter(|r| r.sandbox == "none").count();
+    if unconfined > 0 {
+        notes.push(format!(
+            "{unconfined} of the {} checks behind these verdicts ran without the sandbox (--no-sandbox)",
+            latest.len()
+        ));
+    }
+    notes
+}
+
 /// One warning per task whose check.py does not compile, with Python's reason.
 pub(crate) fn warn_invalid_checks(records: &[CheckRecord]) {
     let mut warned = std::collections::BTreeSet::new();

@@ -378,6 +378,12 @@ fn from_run(
     let mut warnings = Vec::new();
     if exec_judged {
         warnings.extend(crate::commands::compare::exec_coverage_note(&suite));
+        warnings.extend(crate::commands::check::exec_policy_notes(
+            &manifest,
+            &crate::engine::run_dir::read_jsonl_skipping_torn(
+                &run_dir.file(crate::commands::check::CHECKS_FILE),
+            )?,
+        ));
     }
     warnings.extend(flip_warning(header.order_flip_rate));
     Ok((

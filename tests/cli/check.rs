@@ -590,3 +590,69 @@ fn the_exec_judge_decides_nothing_by_failure_on_a_task_without_a_check() {
         serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
     assert_eq!(manifest["compare"]["missing_comparisons"]["exec"], 0);
 }
+
+/// An exec leaderboard says when the checks it was decided from did not run as `judge check`
+/// runs them by default: another time limit, or no sandbox.
+#[test]
+fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    for (set, x) in [("a", 1), ("b", 2)] {
+        p.write(
+            &format!("suites/demo/answers/{set}/t01.md"),
+            &format!("```python\nx = {x}\n```"),
+        );
+    }
+    let warnings = |p: &Project| -> Vec<String> {
+        let out = p.run(&[
+            "rank",
+            "--run",
+            "r",
+            "--format",
+            "json",
+            "--resamples",
+            "50",
+            "--allow-few-resamples",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        board["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect()
+    };
+    for args in [
+        &["generate", "--run", "r"][..],
+        &["check", "--run", "r", "--timeout-secs", "5"],
+        &["compare", "--run", "r", "--judge", "exec"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    let said = warnings(&p);
+    assert!(
+        said.iter()
+            .any(|w| w
+                .contains("last ran with a 5 s time limit (--timeout-secs; the default is 20 s)")),
+        "{said:?}"
+    );
+    for args in [
+        &["check", "--run", "r", "--no-sandbox"][..],
+        &["compare", "--run", "r", "--judge", "exec"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    let said = warnings(&p);
+    assert!(
+        said.iter().any(|w| w
+            == "2 of the 2 checks behind these verdicts ran without the sandbox (--no-sandbox)"),
+        "{said:?}"
+    );
+    assert!(!said.iter().any(|w| w.contains("time limit")), "{said:?}");
+}
