@@ -124,6 +124,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let outputs_path = run_dir.file(OUTPUTS_FILE);
     let existing: Vec<OutputKey> = read_jsonl_repairing(&outputs_path)?;
     let items = pending_items(&suite, &models, &existing, args.retry_failed);
+    if resumed {
+        warn_edited_answers(&config, &suite, &models, &outputs_path)?;
+    }
     if args.refresh && items.is_empty() {
         eprintln!(
             "note: --refresh asks again only for items still to generate, and run `{run_name}` has none; to generate everything afresh, start a new run (failed items: --retry-failed)"
@@ -188,6 +191,51 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         eprintln!("run `{name}` removed: nothing was generated");
     }
     finished.map(|outcome| (outcome, name))
+}
+
+/// A run keeps what it generated: an answer file edited since (a `files` model's answer) is not
+/// read again. Says so, per model, rather than leaving the edit silently unused.
+fn warn_edited_answers(
+    config: &Config,
+    suite: &crate::suite::Suite,
+    models: &[ModelConfig],
+    outputs_path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let sets: BTreeMap<&str, &str> = models
+        .iter()
+        .filter(|m| config.provider_of(m).kind == ProviderKind::Files)
+        .map(|m| (m.id.as_str(), m.model.as_str()))
+        .collect();
+    if sets.is_empty() {
+        return Ok(());
+    }
+    let mut edited: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for_each_jsonl(outputs_path, |r: OutputRecord| {
+        let Some((id, set)) = sets.get_key_value(r.model.as_str()) else {
+            return;
+        };
+        let now = suite.answers.get(*set).and_then(|a| a.get(&r.task));
+        if r.status == Status::Ok && now.is_some_and(|text| Some(text) != r.text.as_ref()) {
+            edited.entry(id).or_default().push(r.task);
+        }
+    })?;
+    for (model, tasks) in edited {
+        let set = sets[model];
+        let shown: Vec<String> = tasks
+            .iter()
+            .take(3)
+            .map(|t| format!("answers/{set}/{t}.md"))
+            .collect();
+        let more = match tasks.len().saturating_sub(3) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        eprintln!(
+            "warning: {}{more} changed since model `{model}` answered in this run; the run keeps the answers it recorded (a new run reads the files afresh)",
+            shown.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// A `files` model names an answer set (`model`); one the suite does not have is a typo in

@@ -879,3 +879,24 @@ fn the_run_status_covers_models_not_selected_this_time() {
         serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
     assert_eq!(manifest["status"], "complete");
 }
+
+/// An answer file edited after its model answered is not read again by the run: generate
+/// says so instead of leaving the edit silently unused.
+#[test]
+fn an_answer_edited_after_the_run_answered_is_named() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f")]));
+    for task in ["t01", "t02"] {
+        p.write(&format!("suites/demo/answers/a/{task}.md"), "first answer");
+    }
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p.write("suites/demo/answers/a/t02.md", "second thoughts");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: answers/a/t02.md changed since model `a` answered in this run; the run keeps the answers it recorded (a new run reads the files afresh)"),
+        "{}",
+        text(&out)
+    );
+    assert!(p.read("runs/r/outputs.jsonl").contains("first answer"));
+    assert!(!p.read("runs/r/outputs.jsonl").contains("second thoughts"));
+}
