@@ -8,7 +8,8 @@
 //! whose four fields are plain strings without escapes; other fields' values are skipped, but
 //! checked as JSON as strictly as serde_json checks a field it ignores); anything else —
 //! escapes, `null`, a syntax error — goes through serde_json, which also produces the error
-//! message.
+//! message. So do the rows of judge's own comparisons.jsonl (they name the question `task`),
+//! whose `flipped` and `by_failure` give the file's order-flip rate.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -75,10 +76,6 @@ struct FastRow<'a> {
     task: Option<&'a str>,
     #[serde(default)]
     judge: Option<&'a str>,
-    #[serde(default)]
-    flipped: Option<Flag>,
-    #[serde(default)]
-    by_failure: Option<Flag>,
 }
 
 #[derive(Deserialize)]
@@ -95,25 +92,22 @@ struct OwnedRow<'a> {
     task: Option<QuestionId<'a>>,
     #[serde(borrow, default)]
     judge: Option<JudgeField<'a>>,
-    #[serde(default)]
-    flipped: Option<Flag>,
-    #[serde(default)]
-    by_failure: Option<Flag>,
 }
 
-/// A comparison's `flipped` or `by_failure`: a boolean in judge's own comparisons; in other
-/// files whatever the source put there, which is not read.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Flag {
-    Bool(bool),
-    Other(serde::de::IgnoredAny),
-}
-
-impl Flag {
-    fn set(flag: Option<&Flag>) -> bool {
-        matches!(flag, Some(Flag::Bool(true)))
+/// `flipped` and `by_failure` of a row of judge's own comparisons, read apart from the row
+/// (so that a row is accepted or refused for its battle fields alone, as any other field is
+/// only checked to be JSON): a value that is not `true` reads as false.
+fn own_flags(line: &[u8]) -> (bool, bool) {
+    #[derive(Deserialize)]
+    struct Flags {
+        #[serde(default)]
+        flipped: Option<bool>,
+        #[serde(default)]
+        by_failure: Option<bool>,
     }
+    serde_json::from_slice::<Flags>(line).map_or((false, false), |f| {
+        (f.flipped == Some(true), f.by_failure == Some(true))
+    })
 }
 
 /// Judged and flipped comparisons of a file of judge's own comparisons: those whose both
@@ -562,11 +556,8 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                     chunk.note_judge(judge.as_bytes());
                 }
                 if r.task.is_some() {
-                    chunk.flips.note(
-                        r.winner.as_bytes(),
-                        Flag::set(r.flipped.as_ref()),
-                        Flag::set(r.by_failure.as_ref()),
-                    );
+                    let (flipped, by_failure) = own_flags(line);
+                    chunk.flips.note(r.winner.as_bytes(), flipped, by_failure);
                 }
                 add_row(
                     &mut chunk,
@@ -590,11 +581,8 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                         chunk.note_judge(judge.as_bytes());
                     }
                     if r.task.is_some() {
-                        chunk.flips.note(
-                            r.winner.as_bytes(),
-                            Flag::set(r.flipped.as_ref()),
-                            Flag::set(r.by_failure.as_ref()),
-                        );
+                        let (flipped, by_failure) = own_flags(line);
+                        chunk.flips.note(r.winner.as_bytes(), flipped, by_failure);
                     }
                     add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
                 }

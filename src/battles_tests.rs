@@ -587,8 +587,9 @@ fn blocks_are_joined_in_file_order_whatever_order_they_arrive_in() {
 }
 
 /// judge's own comparisons carry `flipped`: the file's order-flip rate counts the judged ones
-/// (neither failed nor decided by failure), read in place or by serde_json (an escape), and
-/// an Arena file's `flipped` of another type is not read.
+/// (neither failed nor decided by failure), with or without escapes in the row; an Arena
+/// file's `flipped` of another type, or one serde_json cannot hold, is not read, on either
+/// path.
 #[test]
 fn flips_of_judges_own_comparisons_are_counted() {
     let text = concat!(
@@ -624,6 +625,26 @@ fn flips_of_judges_own_comparisons_are_counted() {
     let (_, rows, judge, flips) =
         parse_battles_judged(arena.as_bytes(), BootstrapUnit::Comparison).expect("parses");
     assert_eq!((rows.len(), judge, flips.rate()), (2, None, None));
+    let odd = concat!(
+        r#"{"model_a":"\u0061","model_b":"b","winner":"model_a","flipped":1e400}"#,
+        "\n",
+        r#"{"model_a":"a","model_b":"b","winner":"model_a","by_failure":1,"by_failure":2}"#,
+        "\n",
+        r#"{"task":"t","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":1e400}"#,
+        "\n",
+    );
+    let (_, rows, _, flips) =
+        parse_battles_judged(odd.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(
+        (rows.len(), flips),
+        (
+            3,
+            Flips {
+                judged: 1,
+                flipped: 0
+            }
+        )
+    );
     let bad =
         r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":truex}"#;
     assert!(parse_battles_judged(bad.as_bytes(), BootstrapUnit::Comparison).is_err());
