@@ -168,8 +168,10 @@ pub fn rank(
             )
         })
         .collect();
-    for s in standings.iter().filter(|s| s.games > 0) {
-        if s.rating_ci_low == s.rating_ci_high {
+    // Zero width is judged on the bootstrap's own bounds: a bound set on the estimate (see
+    // [`holding`]) must not hide it. Standings are still in model order here.
+    for (i, s) in standings.iter().enumerate().filter(|(_, s)| s.games > 0) {
+        if boot.rating[i].lo == boot.rating[i].hi {
             warnings.push(format!(
                 "model `{}`: every resample gave the same rating, so its interval has zero width: too few resamples, too few distinct comparisons, or only ties, to measure the uncertainty",
                 s.model

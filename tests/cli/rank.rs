@@ -701,3 +701,35 @@ fn names_from_a_file_are_escaped_in_every_format() {
         "{csv}"
     );
 }
+
+/// Every resample of two identical battles is the data itself: both models' intervals have
+/// zero width and both are warned about (a bound set on its estimate by rounding must not
+/// hide that).
+#[test]
+fn zero_width_intervals_are_warned_for_every_model() {
+    let p = Project::empty();
+    let row = serde_json::json!({"model_a": "a", "model_b": "b", "winner": "model_a"});
+    let file = battles_file(&p, "two.jsonl", &[row.clone(), row]);
+    let out = p.run(&["rank", "--comparisons", &file, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for m in ["a", "b"] {
+        let says = format!("model `{m}`: every resample gave the same rating");
+        assert!(
+            board["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with(&says)),
+            "{m}: {board}"
+        );
+    }
+    for s in board["models"].as_array().unwrap() {
+        let (lo, est, hi) = (
+            s["rating_ci_low"].as_f64().unwrap(),
+            s["rating"].as_f64().unwrap(),
+            s["rating_ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= est && est <= hi, "{s}");
+    }
+}
