@@ -152,6 +152,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         &mut inputs.manifest,
         &inputs.config,
         &inputs.judges,
+        &judged_by(&existing),
         &prompt_sha256,
         &missing,
         None,
@@ -279,7 +280,7 @@ pub(crate) fn refuse_changed_judge_setup(
             .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()))
         else {
             // Judgments without an entry: an older judge kept only the latest invocation's
-            // judges, and recorded them only at the end. Its run-wide cap still binds them.
+            // judges, and recorded them only at the end. Its run-wide settings still bind them.
             let now = u64::from(config.run.judge_max_tokens);
             if let Some(before) = run_wide.max_tokens
                 && before != now
@@ -290,12 +291,22 @@ pub(crate) fn refuse_changed_judge_setup(
                 ))
                 .into());
             }
+            let now = config.run.judge_temperature;
+            if run_wide.temperature != now {
+                return Err(JudgeError::usage(format!(
+                    "[run] judge_temperature is {now} but run `{run}` was judged at {}, and judge `{}` has judgments in it; they cannot be mixed with judgments at another temperature: restore {}, or judge into a new run",
+                    run_wide.temperature, m.id, run_wide.temperature
+                ))
+                .into());
+            }
             continue;
         };
         let id = &m.id;
         let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).unwrap_or_default();
         let refuse = |what: String| -> anyhow::Result<()> { Err(JudgeError::usage(what).into()) };
-        if text("model") != m.model || text("provider") != m.provider {
+        // An entry filled in for an older run's judge knows only its settings.
+        let identified = entry.get("model").is_some();
+        if identified && (text("model") != m.model || text("provider") != m.provider) {
             return refuse(format!(
                 "judge `{id}` was `{}` on provider `{}` when run `{run}` was judged, now `{}` on `{}`; give the new judge its own id",
                 text("model"),
@@ -419,12 +430,15 @@ fn missing_comparisons(
 }
 
 /// Writes `judges` into the manifest's compare section, keeping every other judge that ever
-/// judged the run (a later --judge subset keeps them) with its missing count. Agreements are
-/// replaced when given, else kept.
+/// judged the run (a later --judge subset keeps them) with its missing count. A judge with
+/// judgments (`judged`) but no entry, as an older judge left runs, gets one with the run-wide
+/// settings it was judged at, before this invocation's replace them. Agreements are replaced
+/// when given, else kept.
 fn record_compare_section(
     manifest: &mut Manifest,
     config: &Config,
     judges: &[Judge],
+    judged: &BTreeSet<String>,
     prompt_sha256: &str,
     missing: &BTreeMap<String, usize>,
     agreements: Option<serde_json::Value>,
@@ -448,6 +462,18 @@ fn record_compare_section(
             && let Some(cap) = run_wide.max_tokens
         {
             e["max_tokens"] = json!(cap);
+        }
+    }
+    for id in judged {
+        let known = entries
+            .iter()
+            .any(|e| e.get("id").and_then(|v| v.as_str()) == Some(id.as_str()));
+        if !known && id != EXEC_JUDGE {
+            let mut entry = json!({"id": id, "temperature": run_wide.temperature});
+            if let Some(cap) = run_wide.max_tokens {
+                entry["max_tokens"] = json!(cap);
+            }
+            entries.push(entry);
         }
     }
     for j in judges {
@@ -862,10 +888,12 @@ fn finish(
             agreements.push(judge_agreement(&comparisons, j1, j2));
         }
     }
+    let judged: BTreeSet<String> = latest.keys().map(|k| k.0.clone()).collect();
     record_compare_section(
         manifest,
         &ctx.config,
         &ctx.judges,
+        &judged,
         &ctx.prompt_sha256,
         &missing,
         Some(json!(agreements)),

@@ -962,7 +962,34 @@ fn a_judge_missing_from_an_older_manifest_keeps_the_run_wide_cap() {
         "{}",
         text(&out)
     );
+    // The run-wide temperature binds it too.
+    p.write(
+        "judge.toml",
+        &config.replace("seed = 5", "seed = 5\njudge_temperature = 0.7"),
+    );
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("[run] judge_temperature is 0.7 but run `r` was judged at 0, and judge `judge-1` has judgments in it"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(server.count(), calls);
+    // A new judge at another cap may join, and judge-1 keeps the cap it was judged at.
+    let with_third = config.replace("seed = 5", "seed = 5\njudge_max_tokens = 4096")
+        + "\n[[judges]]\nid = \"judge-3\"\nprovider = \"judges\"\nmodel = \"judge-model-3\"\nfamily = \"judge-labs\"\n";
+    p.write("judge.toml", &with_third);
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "[run] judge_max_tokens is 4096 but judge `judge-1` judged run `r` with 1024"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A model whose first request was refused (no output) and that then left the config is no
