@@ -89,6 +89,10 @@ pub struct LabelRecord {
     /// records are taken to belong to the current sample's item of the same id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_key: Option<String>,
+    /// The session showed the item's models once this label was saved (`--reveal`): it cannot
+    /// be undone and given again, in any session. Absent = false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revealed: bool,
 }
 
 /// The identity of an item as the labeller saw it: the first 16 hex digits of the SHA-256 of
@@ -434,6 +438,7 @@ mod tests {
             winner,
             at: String::new(),
             item_key: None,
+            revealed: false,
         };
         let labels = effective_labels(&[
             rec("i1", Choice::First, Some(Winner::ModelA)),
@@ -466,6 +471,7 @@ mod tests {
             winner: choice_winner(item, Choice::First),
             at: String::new(),
             item_key: Some(item_key(item)),
+            revealed: false,
         }
     }
 

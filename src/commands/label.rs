@@ -95,12 +95,13 @@ fn valid_labeller(id: &str) -> Result<(), JudgeError> {
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    let reserved = ["sample", "agreement"].contains(&id);
+    // `judge` and `all` name rows of the score's CSV.
+    let reserved = ["sample", "agreement", "judge", "all"].contains(&id);
     if ok && !reserved {
         Ok(())
     } else {
         Err(JudgeError::usage(format!(
-            "invalid labeller id `{id}`: use letters, digits, `.`, `_`, `-` (not `sample` or `agreement`)"
+            "invalid labeller id `{id}`: use letters, digits, `.`, `_`, `-` (not `sample`, `agreement`, `judge` or `all`)"
         )))
     }
 }
@@ -316,8 +317,9 @@ impl Keys {
                 match std::io::Read::read(&mut self.stdin, &mut b) {
                     Ok(0) | Err(_) => return None,
                     Ok(_) if b[0].is_ascii_whitespace() => continue,
-                    // Ctrl-C, Ctrl-D and Ctrl-backslash quit, every label so far saved.
-                    Ok(_) if matches!(b[0], 0x03 | 0x04 | 0x1c) => return Some('q'),
+                    // Ctrl-C, Ctrl-D, Ctrl-backslash and Ctrl-Z quit, every label so far saved
+                    // (with signals off, the session cannot be suspended).
+                    Ok(_) if matches!(b[0], 0x03 | 0x04 | 0x1a | 0x1c) => return Some('q'),
                     Ok(_) => return Some(b[0] as char),
                 }
             }
@@ -392,7 +394,23 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         .filter(|r| r.choice != Choice::Undo)
         .map(|r| r.item.clone())
         .collect();
-    let mut appender = JsonlAppender::open(&path)?;
+    // Labels whose models were shown (their last record says so; an undo clears it).
+    let mut revealed: BTreeSet<String> = BTreeSet::new();
+    for r in &records {
+        if r.revealed {
+            revealed.insert(r.item.clone());
+        } else {
+            revealed.remove(&r.item);
+        }
+    }
+    // Opened at the first label: a session quit before it leaves no file, so no labeller.
+    let mut appender: Option<JsonlAppender> = None;
+    let mut append = |record: &LabelRecord| -> anyhow::Result<()> {
+        if appender.is_none() {
+            appender = Some(JsonlAppender::open(&path)?);
+        }
+        appender.as_mut().expect("opened").append(record)
+    };
     let mut keys = Keys::new();
     let clear_screen = std::io::stdout().is_terminal();
     let mut notice = String::new();
@@ -428,11 +446,11 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
                     writeln!(out, "nothing to undo")?;
                     continue;
                 };
-                // With --reveal a saved label's models have been shown: relabelling it would
-                // not be blind.
-                if reveal && state.get(&last).is_some_and(Option::is_some) {
+                // A saved label whose models were shown (--reveal, in this session or an
+                // earlier one): relabelling it would not be blind.
+                if revealed.contains(&last) {
                     notice = format!(
-                        "undo is off with --reveal: the models of `{last}` were shown once it was saved\n"
+                        "cannot undo `{last}`: its models were shown when it was saved (--reveal), so relabelling it would not be blind\n"
                     );
                     if !clear_screen {
                         write!(out, "{notice}")?;
@@ -441,13 +459,14 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
                 }
                 notice.clear();
                 let undone = l.sample.iter().find(|i| i.item == last).map(item_key);
-                appender.append(&LabelRecord {
+                append(&LabelRecord {
                     item: last.clone(),
                     labeller: labeller.into(),
                     choice: Choice::Undo,
                     winner: None,
                     at: now(),
                     item_key: undone,
+                    revealed: false,
                 })?;
                 state.remove(&last);
                 history.retain(|h| h != &last);
@@ -463,14 +482,21 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
             },
         };
         let winner = choice_winner(&item, choice);
-        appender.append(&LabelRecord {
+        let shown = reveal && winner.is_some();
+        append(&LabelRecord {
             item: item.item.clone(),
             labeller: labeller.into(),
             choice,
             winner,
             at: now(),
             item_key: Some(item_key(&item)),
+            revealed: shown,
         })?;
+        if shown {
+            revealed.insert(item.item.clone());
+        } else {
+            revealed.remove(&item.item);
+        }
         state.insert(item.item.clone(), winner);
         history.push(item.item.clone());
         notice.clear();
@@ -729,6 +755,7 @@ fn read_sheet(
             winner: choice_winner(item, choice),
             at: now(),
             item_key: Some(item_key(item)),
+            revealed: false,
         });
     }
     Ok((records, errors))

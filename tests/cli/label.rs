@@ -843,18 +843,34 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
     let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!text(&out).contains("amy"), "{}", text(&out));
+    assert!(
+        !p.path().join("runs/r/labels/amy.jsonl").exists(),
+        "no file, so no labeller"
+    );
 
+    let refused = "cannot undo `i0001`: its models were shown when it was saved (--reveal)";
     let out = session(&p, "bo", "1\nu\nq\n", &["--reveal"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        screen.contains(
-            "undo is off with --reveal: the models of `i0001` were shown once it was saved"
-        ),
-        "{screen}"
-    );
+    assert!(screen.contains(refused), "{screen}");
     assert!(
         screen.contains("1 of 4 labelled by `bo`, 3 left"),
         "{screen}"
     );
+    // Nor in a later session without --reveal: the label records that it was revealed.
+    let out = session(&p, "bo", "u\nq\n", &[]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains(refused), "{screen}");
+    // A label saved without --reveal can be undone in a --reveal session.
+    let out = session(&p, "cy", "1\nq\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = session(&p, "cy", "u\nq\n", &["--reveal"]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(!screen.contains("cannot undo"), "{screen}");
+    assert!(
+        screen.contains("0 of 4 labelled by `cy`, 4 left"),
+        "{screen}"
+    );
+    let out = session(&p, "judge", "q\n", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
