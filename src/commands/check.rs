@@ -194,6 +194,60 @@ pub(crate) fn record_policy(
     );
 }
 
+/// The tasks whose check.py the sandbox's Python cannot compile, each as one line naming the
+/// file, the line and Python's reason: found before anything is generated, while fixing the
+/// suite costs nothing (a run refuses an edited suite). Empty when that Python is missing.
+pub(crate) fn uncompilable_checks(suite: &crate::suite::Suite) -> Vec<String> {
+    use std::io::Write as _;
+    const SCRIPT: &str = r#"
+import json, sys
+for task, src in json.load(sys.stdin):
+    try:
+        compile(src.encode("utf-8"), "check.py", "exec")
+    except SyntaxError as e:
+        print(json.dumps([task, e.lineno, e.msg]))
+    except ValueError as e:
+        print(json.dumps([task, None, str(e)]))
+"#;
+    let checks: Vec<(&str, &str)> = suite
+        .tasks
+        .iter()
+        .filter_map(|t| Some((t.id.as_str(), t.check.as_deref()?)))
+        .collect();
+    if checks.is_empty() {
+        return Vec::new();
+    }
+    let python = SandboxPolicy::default().python;
+    let Ok(mut child) = std::process::Command::new(&python)
+        .args(["-I", "-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return Vec::new();
+    };
+    let input = serde_json::to_vec(&checks).expect("strings serialise");
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&input);
+    }
+    let Ok(out) = child.wait_with_output() else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<(String, Option<u64>, String)>(l).ok())
+        .map(|(task, line, why)| {
+            let at = line.map_or(String::new(), |n| format!(" (line {n})"));
+            format!(
+                "suites/{}/tasks/{task}/check.py does not compile{at}: {}",
+                suite.name,
+                crate::report::printable(&why)
+            )
+        })
+        .collect()
+}
+
 /// What an exec leaderboard must say of the checks it was decided from, when they did not run
 /// as `judge check` runs them by default: a wall-clock limit other than the default (the last
 /// one used, from the manifest; answers slower than it lost), or checks run without the

@@ -115,6 +115,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             .into());
         }
     }
+    if !resumed {
+        // Cheap to fix now; once the run has begun, an edited suite needs a new run.
+        for why in crate::commands::check::uncompilable_checks(&suite) {
+            eprintln!(
+                "warning: {why}; every check of that task will be `error`: fix it before anything is compared"
+            );
+        }
+    }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);
     manifest.status = "running".into();

@@ -89,6 +89,22 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     if judges.iter().any(|j| j == EXEC_JUDGE) {
         let suite = crate::suite::load_suite(&config.suites_dir(), &config.run.suite)?;
         compare::refuse_exec_without_checks(&suite)?;
+        // A new run judged by its checks: a check that does not compile would make every
+        // comparison of its task fail, and fixing it later needs another run.
+        let new_run = args
+            .run
+            .as_ref()
+            .is_none_or(|r| !config.runs_dir().join(r).join("manifest.json").is_file());
+        if let Some(why) = crate::commands::check::uncompilable_checks(&suite)
+            .into_iter()
+            .next()
+            .filter(|_| new_run)
+        {
+            return Err(crate::error::JudgeError::usage(format!(
+                "{why}; the exec judge would fail every comparison of that task: fix it before the run begins"
+            ))
+            .into());
+        }
     }
     crate::interrupt::install();
     // Interrupted after the run got its default name, `judge run` resumes it by that name.

@@ -491,7 +491,24 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
         "suites/demo/tasks/t01/check.py",
         "import solution\nassert solution.x == 1 +\n",
     );
+    // `judge run` refuses to begin a run on it (fixing it later needs another run); generate
+    // warns.
     let out = p.run(&["run", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("suites/demo/tasks/t01/check.py does not compile (line 2): invalid syntax; the exec judge would fail every comparison of that task: fix it before the run begins"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/r2").exists());
+    let out = p.run(&["generate", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: suites/demo/tasks/t01/check.py does not compile (line 2)"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r2", "--judge", "exec"]);
     assert!(
         text(&out).contains("task \"t01\": its check.py does not compile at line 2"),
         "{}",
