@@ -194,6 +194,22 @@ pub(crate) fn record_policy(
     );
 }
 
+/// The tasks whose check.py never names `solution`, the module the answer's code is: such a
+/// check cannot test the answer, and every answer passes it.
+pub(crate) fn checks_without_solution(suite: &crate::suite::Suite) -> Vec<String> {
+    suite
+        .tasks
+        .iter()
+        .filter(|t| t.check.as_deref().is_some_and(|c| !c.contains("solution")))
+        .map(|t| {
+            format!(
+                "suites/{}/tasks/{}/check.py never imports `solution` (the answer's code): every answer passes it",
+                suite.name, t.id
+            )
+        })
+        .collect()
+}
+
 /// The tasks whose check.py the sandbox's Python cannot compile, each as one line naming the
 /// file, the line and Python's reason: found before anything is generated, while fixing the
 /// suite costs nothing (a run refuses an edited suite). Empty when that Python is missing.

@@ -122,6 +122,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
                 "warning: {why}; every check of that task will be `error`: fix it before anything is compared"
             );
         }
+        for why in crate::commands::check::checks_without_solution(&suite) {
+            eprintln!("warning: {why}");
+        }
     }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);

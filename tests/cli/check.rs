@@ -514,6 +514,15 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
         "{}",
         text(&out)
     );
+    // A check that never imports the answer passes every answer: a new run says so.
+    p.write("suites/demo/tasks/t01/check.py", "assert 1 + 1 == 2\n");
+    let out = p.run(&["generate", "--run", "r3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: suites/demo/tasks/t01/check.py never imports `solution` (the answer's code): every answer passes it"),
+        "{}",
+        text(&out)
+    );
 
     let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
     let out = p.run(&["run", "--run", "r"]);
