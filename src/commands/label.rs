@@ -360,7 +360,26 @@ fn enter_cbreak() -> Option<TtyMode> {
         .status()
         .ok()?
         .success();
-    ok.then_some(TtyMode { saved })
+    if !ok {
+        // stty may have applied part of the change before it failed.
+        drop(TtyMode { saved });
+        return None;
+    }
+    // A SIGTERM or SIGINT from outside (the terminal's own keys no longer send them) must not
+    // leave the terminal without echo: the mode is put back before the session ends with 130.
+    // Every label given so far is already on disk.
+    crate::interrupt::install();
+    let restore = saved.clone();
+    let _ = std::thread::Builder::new()
+        .name("tty-restore".into())
+        .spawn(move || {
+            while !crate::interrupt::requested() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            drop(TtyMode { saved: restore });
+            std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+        });
+    Some(TtyMode { saved })
 }
 
 /// Shows `text` in `$PAGER` (default `less -R`).

@@ -838,6 +838,43 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
         text(&out)
     );
     assert_eq!(p.jsonl("runs/r/labels/zed.jsonl").len(), 1);
+    // A SIGTERM from outside: the terminal's mode is put back, and the session ends with 130
+    // (it used to die by the signal, 143, the terminal left without echo).
+    let mut child = std::process::Command::new("script")
+        .current_dir(p.path())
+        .env_remove("JUDGE_CONFIG")
+        .args([
+            "-qec",
+            &format!(
+                "{} label --run r --labeller tom",
+                env!("CARGO_BIN_EXE_judge")
+            ),
+            "/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut keys = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    keys.write_all(b"1").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // The session itself, not `script` (whose command line holds the same words).
+    let session_only = format!(
+        "^{} label --run r --labeller tom",
+        env!("CARGO_BIN_EXE_judge")
+    );
+    let killed = std::process::Command::new("pkill")
+        .args(["-TERM", "-f", &session_only])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(keys);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(p.jsonl("runs/r/labels/tom.jsonl").len(), 1);
     let out = in_terminal("amy", &["\x03"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
