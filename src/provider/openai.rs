@@ -42,14 +42,15 @@ pub fn usage_of(value: &Value) -> Option<Usage> {
 pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     let shape = |what: &str| malformed(value, what);
     // An error object in a 2xx without a reply (OpenRouter when generation fails after the
-    // status was sent) is classified by the status its `code` names; otherwise malformed.
+    // status was sent) whose `code` names a status a retry can get past (408, 429, 5xx) is
+    // classified by it; any other is malformed (a key or quota error does not come this way).
     if value.get("choices").is_none()
         && let Some(code) = value
             .get("error")
             .and_then(|e| e.get("code"))
             .and_then(Value::as_u64)
             .and_then(|c| u16::try_from(c).ok())
-            .filter(|c| (400..600).contains(c))
+            .filter(|c| *c == 408 || *c == 429 || (500..600).contains(c))
     {
         let mut e = classify_status(code, &value.to_string());
         e.message = format!(
