@@ -98,16 +98,21 @@ struct OwnedRow<'a> {
 /// (so that a row is accepted or refused for its battle fields alone, as any other field is
 /// only checked to be JSON): a value that is not `true` reads as false.
 fn own_flags(line: &[u8]) -> (bool, bool) {
+    // Each read on its own: one odd value does not lose the other.
     #[derive(Deserialize)]
-    struct Flags {
+    struct Flipped {
         #[serde(default)]
         flipped: Option<bool>,
+    }
+    #[derive(Deserialize)]
+    struct ByFailure {
         #[serde(default)]
         by_failure: Option<bool>,
     }
-    serde_json::from_slice::<Flags>(line).map_or((false, false), |f| {
-        (f.flipped == Some(true), f.by_failure == Some(true))
-    })
+    let flipped = serde_json::from_slice::<Flipped>(line).is_ok_and(|f| f.flipped == Some(true));
+    let by_failure =
+        serde_json::from_slice::<ByFailure>(line).is_ok_and(|f| f.by_failure == Some(true));
+    (flipped, by_failure)
 }
 
 /// Judged and flipped comparisons of a file of judge's own comparisons: those whose both

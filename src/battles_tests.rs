@@ -645,6 +645,11 @@ fn flips_of_judges_own_comparisons_are_counted() {
             }
         )
     );
+    // One odd flag does not lose the other: a by-failure row stays out of the rate.
+    let one_odd = r#"{"task":"t","judge":"j","model_a":"a","model_b":"b","winner":"model_a","flipped":"no","by_failure":true}"#;
+    let (_, _, _, flips) =
+        parse_battles_judged(one_odd.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(flips, Flips::default());
     let bad =
         r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":truex}"#;
     assert!(parse_battles_judged(bad.as_bytes(), BootstrapUnit::Comparison).is_err());

@@ -217,13 +217,13 @@ pub(crate) fn uncompilable_checks(suite: &crate::suite::Suite) -> Vec<String> {
     use std::io::Write as _;
     const SCRIPT: &str = r#"
 import json, sys
-for task, src in json.load(sys.stdin):
+for task, src in json.loads(sys.stdin.buffer.read().decode("utf-8")):
     try:
         compile(src.encode("utf-8"), "check.py", "exec")
     except SyntaxError as e:
-        print(json.dumps([task, e.lineno, e.msg]))
-    except ValueError as e:
-        print(json.dumps([task, None, str(e)]))
+        print(json.dumps([task, e.lineno, e.msg]), flush=True)
+    except BaseException as e:
+        print(json.dumps([task, None, "%s: %s" % (type(e).__name__, e)]), flush=True)
 "#;
     let checks: Vec<(&str, &str)> = suite
         .tasks

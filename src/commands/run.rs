@@ -95,11 +95,12 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             .run
             .as_ref()
             .is_none_or(|r| !config.runs_dir().join(r).join("manifest.json").is_file());
-        if let Some(why) = crate::commands::check::uncompilable_checks(&suite)
-            .into_iter()
-            .next()
-            .filter(|_| new_run)
-        {
+        let uncompilable = if new_run {
+            crate::commands::check::uncompilable_checks(&suite)
+        } else {
+            Vec::new()
+        };
+        if let Some(why) = uncompilable.into_iter().next() {
             return Err(crate::error::JudgeError::usage(format!(
                 "{why}; the exec judge would fail every comparison of that task: fix it before the run begins"
             ))
