@@ -588,7 +588,26 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     valid_labeller(&args.labeller)?;
     let l = open(cli, &args.run)?;
     let _mine = lock_labeller(&l.run_dir, &args.labeller)?;
-    let (records, errors) = read_sheet(&args.file, &l, &args.labeller)?;
+    let (records, mut errors) = read_sheet(&args.file, &l, &args.labeller)?;
+    // A label whose models this labeller has seen (--reveal) is not given again, by a sheet
+    // either.
+    let path = labels_path(&l.run_dir, &args.labeller);
+    let mut revealed: BTreeSet<String> = BTreeSet::new();
+    for r in read_labels(&path, &l.sample, true)? {
+        if r.revealed {
+            revealed.insert(r.item);
+        } else {
+            revealed.remove(&r.item);
+        }
+    }
+    for r in records.iter().filter(|r| revealed.contains(&r.item)) {
+        errors.push(format!(
+            "{}: item `{}`: `{}` saw its models when labelling it (--reveal), so it cannot be labelled again; leave its choice empty",
+            args.file.display(),
+            r.item,
+            args.labeller
+        ));
+    }
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("error: {e}");
@@ -600,7 +619,6 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    let path = labels_path(&l.run_dir, &args.labeller);
     std::fs::create_dir_all(path.parent().expect("labels dir"))
         .context("failed to create labels/")?;
     // Items this labeller had answered before: the sheet's later answer replaces theirs.

@@ -910,4 +910,40 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
     );
     let out = session(&p, "judge", "q\n", &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // Nor by importing a sheet over it.
+    let out = p.run(&["label", "export", "--run", "r", "--output", "bo.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut sheet = csv::Reader::from_path(p.path().join("bo.csv")).unwrap();
+    let header = sheet.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = sheet
+        .records()
+        .map(|r| {
+            let mut cells: Vec<String> = r.unwrap().iter().map(String::from).collect();
+            if cells[0] == "i0001" {
+                cells[5] = "2".into();
+            }
+            csv::StringRecord::from(cells)
+        })
+        .collect();
+    let mut w = csv::Writer::from_path(p.path().join("bo.csv")).unwrap();
+    w.write_record(&header).unwrap();
+    for r in &rows {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+    let out = p.run(&[
+        "label",
+        "import",
+        "bo.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "bo",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("item `i0001`: `bo` saw its models when labelling it (--reveal)"),
+        "{}",
+        text(&out)
+    );
 }
