@@ -264,20 +264,55 @@ for task, src in json.loads(sys.stdin.buffer.read().decode("utf-8")):
         .collect()
 }
 
-/// What an exec leaderboard must say of the checks it was decided from, when they did not run
-/// as `judge check` runs them by default: a wall-clock limit other than the default (the last
-/// one used, from the manifest; answers slower than it lost), or checks run without the
-/// sandbox (`records`).
+/// What the exec judge's verdicts rest on, recorded with them in the manifest (its compare
+/// entry's `checks`): the wall-clock limit of the latest checks (the manifest's check section)
+/// and how many of the checks used (`records`, the latest per output) ran unconfined.
+pub(crate) fn checks_basis(
+    manifest: &crate::engine::manifest::Manifest,
+    records: &[CheckRecord],
+) -> serde_json::Value {
+    let latest: BTreeMap<(&str, &str), &CheckRecord> = records
+        .iter()
+        .map(|r| ((r.task.as_str(), r.model.as_str()), r))
+        .collect();
+    json!({
+        "wall_timeout_secs": manifest
+            .extra
+            .get("check")
+            .and_then(|c| c.get("wall_timeout_secs"))
+            .cloned()
+            .unwrap_or(serde_json::Value::Null),
+        "checks": latest.len(),
+        "unconfined": latest.values().filter(|r| r.sandbox == "none").count(),
+    })
+}
+
+/// What an exec leaderboard must say of the checks its verdicts rest on, when they did not run
+/// as `judge check` runs them by default: a wall-clock limit other than the default (answers
+/// slower than it lost), or checks run without the sandbox. From what compare recorded with
+/// the verdicts; for a run judged before that, from the manifest's check section and
+/// `records`.
 pub(crate) fn exec_policy_notes(
     manifest: &crate::engine::manifest::Manifest,
     records: &[CheckRecord],
 ) -> Vec<String> {
+    let basis = manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("judges"))
+        .and_then(|j| j.as_array())
+        .and_then(|entries| {
+            entries
+                .iter()
+                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(crate::judging::EXEC_JUDGE))
+        })
+        .and_then(|e| e.get("checks"))
+        .cloned()
+        .unwrap_or_else(|| checks_basis(manifest, records));
     let mut notes = Vec::new();
     let default = SandboxPolicy::default().wall_timeout.as_secs_f64();
-    if let Some(limit) = manifest
-        .extra
-        .get("check")
-        .and_then(|c| c.get("wall_timeout_secs"))
+    if let Some(limit) = basis
+        .get("wall_timeout_secs")
         .and_then(serde_json::Value::as_f64)
         .filter(|&t| t != default)
     {
@@ -285,16 +320,17 @@ pub(crate) fn exec_policy_notes(
             "the checks behind these verdicts last ran with a {limit} s time limit (--timeout-secs; the default is {default} s): an answer slower than that failed"
         ));
     }
-    // The latest record of each output is the one the exec judge used.
-    let latest: BTreeMap<(&str, &str), &CheckRecord> = records
-        .iter()
-        .map(|r| ((r.task.as_str(), r.model.as_str()), r))
-        .collect();
-    let unconfined = latest.values().filter(|r| r.sandbox == "none").count();
+    let count = |key: &str| {
+        basis
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let unconfined = count("unconfined");
     if unconfined > 0 {
         notes.push(format!(
             "{unconfined} of the {} checks behind these verdicts ran without the sandbox (--no-sandbox)",
-            latest.len()
+            count("checks")
         ));
     }
     notes

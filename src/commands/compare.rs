@@ -94,6 +94,8 @@ struct Ctx {
     stop: Arc<Stop>,
     /// Check results, when the execution judge takes part.
     checks: Option<CheckTable>,
+    /// The limits and sandbox of those checks ([`crate::commands::check::checks_basis`]).
+    exec_basis: Option<serde_json::Value>,
 }
 
 /// The run's inputs, loaded and checked before anything is written.
@@ -134,14 +136,17 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
             .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
     }
     let cache = Cache::new(inputs.config.cache_dir());
-    let checks = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
-        let (table, ran_under) = exec_checks(&inputs, &cache, cli.quiet)?;
+    let (checks, exec_basis) = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        let (table, ran_under, records) = exec_checks(&inputs, &cache, cli.quiet)?;
         if let Some(policy) = ran_under {
             crate::commands::check::record_policy(&mut inputs.manifest, &policy);
         }
-        Some(table)
+        // What the exec verdicts rest on, kept with them: a later `judge check` under other
+        // limits changes checks.jsonl and the manifest's check section, not these verdicts.
+        let basis = crate::commands::check::checks_basis(&inputs.manifest, &records);
+        (Some(table), Some(basis))
     } else {
-        None
+        (None, None)
     };
     // The judges and their settings are recorded before the first call: a compare killed on
     // its first pass leaves them for the next one to hold to.
@@ -164,6 +169,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let ctx = Arc::new(Ctx {
         cache,
         checks,
+        exec_basis,
         seed: inputs.manifest.seed,
         outputs: inputs
             .outputs
@@ -898,6 +904,18 @@ fn finish(
         &missing,
         Some(json!(agreements)),
     );
+    if let Some(basis) = &ctx.exec_basis
+        && let Some(entries) = manifest
+            .extra
+            .get_mut("compare")
+            .and_then(|c| c.get_mut("judges"))
+            .and_then(|j| j.as_array_mut())
+        && let Some(exec) = entries
+            .iter_mut()
+            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(EXEC_JUDGE))
+    {
+        exec["checks"] = basis.clone();
+    }
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
     let ours: Vec<&JudgmentRecord> = judgments
@@ -996,7 +1014,11 @@ fn exec_checks(
     inputs: &Inputs,
     cache: &Cache,
     quiet: bool,
-) -> anyhow::Result<(CheckTable, Option<crate::sandbox::SandboxPolicy>)> {
+) -> anyhow::Result<(
+    CheckTable,
+    Option<crate::sandbox::SandboxPolicy>,
+    Vec<CheckRecord>,
+)> {
     let existing: Vec<CheckRecord> = read_jsonl_repairing(&inputs.run_dir.file(CHECKS_FILE))?;
     let latest: BTreeMap<(&str, &str), &CheckRecord> = existing
         .iter()
@@ -1032,7 +1054,7 @@ fn exec_checks(
         (records, Some(policy))
     };
     crate::commands::check::warn_invalid_checks(&records);
-    Ok((CheckTable::from_records(&records), ran_under))
+    Ok((CheckTable::from_records(&records), ran_under, records))
 }
 
 /// One comparison per judge × task × pair, in that order. Pairs whose judgments are not all

@@ -681,4 +681,22 @@ fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
         "{said:?}"
     );
     assert!(!said.iter().any(|w| w.contains("time limit")), "{said:?}");
+    // A later `judge check` does not change what the verdicts rest on until compare runs.
+    let out = p.run(&["check", "--run", "r", "--timeout-secs", "7"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = warnings(&p);
+    assert!(
+        said.iter().any(|w| w.contains("2 of the 2 checks"))
+            && !said.iter().any(|w| w.contains("7 s")),
+        "{said:?}"
+    );
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = warnings(&p);
+    assert!(
+        said.iter()
+            .any(|w| w.contains("last ran with a 7 s time limit"))
+            && !said.iter().any(|w| w.contains("without the sandbox")),
+        "{said:?}"
+    );
 }
