@@ -247,10 +247,33 @@ for task, src in json.loads(sys.stdin.buffer.read().decode("utf-8")):
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(&input);
     }
-    let Ok(out) = child.wait_with_output() else {
+    // Read as it comes (a long report must not fill the pipe and stall Python), and a Python
+    // that hangs must not hold up the run: after 30 s the check is given up.
+    let reader = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+            text
+        })
+    });
+    let waited = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if waited.elapsed() < std::time::Duration::from_secs(30) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Vec::new();
+            }
+        }
+    }
+    let Some(report) = reader.and_then(|r| r.join().ok()) else {
         return Vec::new();
     };
-    String::from_utf8_lossy(&out.stdout)
+    report
         .lines()
         .filter_map(|l| serde_json::from_str::<(String, Option<u64>, String)>(l).ok())
         .map(|(task, line, why)| {
