@@ -88,12 +88,8 @@ fn session(p: &Project, labeller: &str, keys: &str, extra: &[&str]) -> std::proc
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(keys.as_bytes())
-        .unwrap();
+    // A session refused at once (a bad labeller id) closes its stdin before reading the keys.
+    let _ = child.stdin.take().unwrap().write_all(keys.as_bytes());
     child.wait_with_output().unwrap()
 }
 
