@@ -413,15 +413,7 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         .filter(|r| r.choice != Choice::Undo)
         .map(|r| r.item.clone())
         .collect();
-    // Labels whose models were shown (their last record says so; an undo clears it).
-    let mut revealed: BTreeSet<String> = BTreeSet::new();
-    for r in &records {
-        if r.revealed {
-            revealed.insert(r.item.clone());
-        } else {
-            revealed.remove(&r.item);
-        }
-    }
+    let mut revealed = revealed_items(&records);
     // Opened at the first label: a session quit before it leaves no file, so no labeller.
     let mut appender: Option<JsonlAppender> = None;
     let mut append = |record: &LabelRecord| -> anyhow::Result<()> {
@@ -559,6 +551,20 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
     Ok(Outcome::Success)
 }
 
+/// The items whose models their labeller was shown (`--reveal`): their last record says so;
+/// an undo or a later blind label clears it.
+fn revealed_items(records: &[LabelRecord]) -> BTreeSet<String> {
+    let mut revealed = BTreeSet::new();
+    for r in records {
+        if r.revealed {
+            revealed.insert(r.item.clone());
+        } else {
+            revealed.remove(&r.item);
+        }
+    }
+    revealed
+}
+
 /// `judge label export`: the blind sheet.
 fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
     let l = open(cli, &args.run)?;
@@ -592,14 +598,8 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     // A label whose models this labeller has seen (--reveal) is not given again, by a sheet
     // either.
     let path = labels_path(&l.run_dir, &args.labeller);
-    let mut revealed: BTreeSet<String> = BTreeSet::new();
-    for r in read_labels(&path, &l.sample, true)? {
-        if r.revealed {
-            revealed.insert(r.item);
-        } else {
-            revealed.remove(&r.item);
-        }
-    }
+    let earlier = read_labels(&path, &l.sample, true)?;
+    let revealed = revealed_items(&earlier);
     for r in records.iter().filter(|r| revealed.contains(&r.item)) {
         errors.push(format!(
             "{}: item `{}`: `{}` saw its models when labelling it (--reveal), so it cannot be labelled again; leave its choice empty",
@@ -622,11 +622,11 @@ fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(path.parent().expect("labels dir"))
         .context("failed to create labels/")?;
     // Items this labeller had answered before: the sheet's later answer replaces theirs.
-    let before: std::collections::BTreeSet<String> = read_labels(&path, &l.sample, true)?
-        .into_iter()
-        .map(|r| r.item)
-        .collect();
-    let replaced = records.iter().filter(|r| before.contains(&r.item)).count();
+    let before: BTreeSet<&str> = earlier.iter().map(|r| r.item.as_str()).collect();
+    let replaced = records
+        .iter()
+        .filter(|r| before.contains(r.item.as_str()))
+        .count();
     let mut appender = JsonlAppender::open(&path)?;
     for r in &records {
         appender.append(r)?;

@@ -58,6 +58,13 @@ price_output_per_mtok = 1.0
     p
 }
 
+/// A `[[judges]]` entry `judge-N` (model `judge-model-N`) on the project's judge provider.
+fn another_judge(n: u32) -> String {
+    format!(
+        "\n[[judges]]\nid = \"judge-{n}\"\nprovider = \"judges\"\nmodel = \"judge-model-{n}\"\nfamily = \"judge-labs\"\n"
+    )
+}
+
 /// The text between the nonce fences `<<<LABEL nonce>>>` … `<<<END_LABEL nonce>>>`.
 fn fenced(req: &Received, label: &str) -> String {
     let user = req.user_text();
@@ -708,8 +715,8 @@ fn judge_temperature_reaches_the_judge_and_is_not_mixed() {
     assert_eq!(manifest["compare"]["judges"][0]["temperature"], 1.0);
     // Another judge may join at its own temperature: only a judge's own judgments are kept
     // at one temperature.
-    let second = warm.replace("judge_temperature = 1.0", "judge_temperature = 0.5")
-        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    let second =
+        warm.replace("judge_temperature = 1.0", "judge_temperature = 0.5") + &another_judge(2);
     p.write("judge.toml", &second);
     let out = p.run(&["compare", "--run", "r", "--judge", "judge-2"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
@@ -836,8 +843,7 @@ fn another_judges_compare_keeps_the_first_judges_missing_count() {
         }
     });
     let p = project(&server.url, "judge-labs");
-    let config = p.read("judge.toml")
-        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    let config = p.read("judge.toml") + &another_judge(2);
     p.write("judge.toml", &config);
     let out = p.run(&[
         "compare",
@@ -920,8 +926,7 @@ fn run_into_a_run_refuses_a_judge_of_a_model_already_in_it() {
 fn a_judge_missing_from_an_older_manifest_keeps_the_run_wide_cap() {
     let server = FakeServer::start(marker_judge);
     let p = project(&server.url, "judge-labs");
-    let config = p.read("judge.toml")
-        + "\n[[judges]]\nid = \"judge-2\"\nprovider = \"judges\"\nmodel = \"judge-model-2\"\nfamily = \"judge-labs\"\n";
+    let config = p.read("judge.toml") + &another_judge(2);
     p.write("judge.toml", &config);
     for judge in ["judge-1", "judge-2"] {
         let out = p.run(&["compare", "--run", "r", "--judge", judge]);
@@ -976,8 +981,8 @@ fn a_judge_missing_from_an_older_manifest_keeps_the_run_wide_cap() {
     );
     assert_eq!(server.count(), calls);
     // A new judge at another cap may join, and judge-1 keeps the cap it was judged at.
-    let with_third = config.replace("seed = 5", "seed = 5\njudge_max_tokens = 4096")
-        + "\n[[judges]]\nid = \"judge-3\"\nprovider = \"judges\"\nmodel = \"judge-model-3\"\nfamily = \"judge-labs\"\n";
+    let with_third =
+        config.replace("seed = 5", "seed = 5\njudge_max_tokens = 4096") + &another_judge(3);
     p.write("judge.toml", &with_third);
     let out = p.run(&["compare", "--run", "r", "--judge", "judge-3"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
