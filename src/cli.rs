@@ -60,9 +60,12 @@ pub enum Command {
 
     /// Run every output against its task's hidden test (check.py), sandboxed.
     ///
-    /// The code is the last ```python fenced block of the output (also py, python3, py3, in any
-    /// case, and ~~~ or longer fences), else the last untagged fenced block, else the whole text if it looks like Python (an unterminated
-    /// final fence, from a reply cut off by the token cap, counts up to the end). Each check
+    /// The code is a ```python fenced block of the output (also py, python3, py3, in any case,
+    /// and ~~~ or longer fences), else an untagged fenced block: the last one that defines
+    /// every name check.py imports from `solution` (so an "example usage" block after the
+    /// solution is passed over), else the last one; with no fence, the whole text if it looks
+    /// like Python (an unterminated final fence, from a reply cut off by the token cap, counts
+    /// up to the end). Each check
     /// runs in bubblewrap: read-only system, a fresh temporary working directory as the only
     /// writable place, no network, new PID/IPC namespaces, a scrubbed environment, limits on
     /// CPU, memory, file size and processes, and a wall-clock timeout. Results go to

@@ -2,12 +2,14 @@
 //!
 //! The rule, in order of preference (see [`extract_code`]):
 //!
-//! 1. the last non-blank fenced block tagged as Python (`python`, `py`,
-//!    `python3`, `py3`, any case);
-//! 2. else the last non-blank fenced block with no language tag;
-//! 3. else, when the reply has no fence at all, the whole reply, provided at
+//! 1. the non-blank fenced blocks tagged as Python (`python`, `py`,
+//!    `python3`, `py3`, any case), else those with no language tag; of these,
+//!    the last one that defines every name the check takes from `solution`
+//!    (see [`solution_names`]), else the last one (models often follow the
+//!    solution with an "example usage" block that only calls it);
+//! 2. else, when the reply has no fence at all, the whole reply, provided at
 //!    least one of its lines looks like Python (see [`looks_like_python`]);
-//! 4. else nothing (`None`, recorded by the caller as `no_code`).
+//! 3. else nothing (`None`, recorded by the caller as `no_code`).
 //!
 //! Fences follow CommonMark closely: a fence is a run of at least three
 //! backticks or three tildes; it is closed only by a line holding nothing but
@@ -46,9 +48,14 @@ struct Opener {
 
 /// The Python code in a model's `reply`, or `None` when there is none.
 ///
-/// Preference: the last non-blank ```` ```python ````/```` ```py ```` block
-/// (also `~~~`-fenced, longer fences, any case, `python3`/`py3`); else the last
-/// non-blank untagged block; else, only when the reply contains no fence at
+/// `wanted` are the names the check takes from `solution` ([`solution_names`]
+/// of its source; empty when it names none).
+///
+/// Preference: the non-blank ```` ```python ````/```` ```py ```` blocks
+/// (also `~~~`-fenced, longer fences, any case, `python3`/`py3`), else the
+/// non-blank untagged blocks; of these the last that defines every name in
+/// `wanted` at its top level ([`defines`]), else the last; else, only when
+/// the reply contains no fence at
 /// all, the whole reply trimmed, provided some line looks like Python (it
 /// starts with `def `, `async def `, `class `, `import `, `from `, `return`
 /// or `print(`, or contains `=`), so that a plain refusal ("I can't help with
@@ -58,17 +65,22 @@ struct Opener {
 ///
 /// The returned code uses `\n` line endings, has leading and trailing blank
 /// lines removed and ends with a single `\n`.
-pub fn extract_code(reply: &str) -> Option<String> {
+pub fn extract_code(reply: &str, wanted: &[String]) -> Option<String> {
     let lines = split_lines(reply);
     let (blocks, saw_fence) = find_blocks(&lines);
 
-    let pick = |tag: Tag| {
+    let candidates = |tag: Tag| -> Vec<&Block> {
         blocks
             .iter()
-            .rev()
-            .find(|b| b.tag == tag && b.lines.iter().any(|l| !l.trim().is_empty()))
+            .filter(|b| b.tag == tag && b.lines.iter().any(|l| !l.trim().is_empty()))
+            .collect()
     };
-    if let Some(block) = pick(Tag::Python).or_else(|| pick(Tag::Untagged)) {
+    let mut tier = candidates(Tag::Python);
+    if tier.is_empty() {
+        tier = candidates(Tag::Untagged);
+    }
+    let complete = |b: &&&Block| wanted.iter().all(|name| defines(&b.lines, name));
+    if let Some(block) = tier.iter().rev().find(complete).or(tier.last()) {
         return finish(block.lines.iter().map(String::as_str));
     }
     if saw_fence {
@@ -78,6 +90,173 @@ pub fn extract_code(reply: &str) -> Option<String> {
         return finish(lines.iter().copied());
     }
     None
+}
+
+/// The names a check takes from the solution module, in order of first
+/// appearance without repeats: those of every `from solution import a, b as c`
+/// (parenthesised and continued lines too; `*` names none) and, when the check
+/// has an `import solution` statement, every `solution.name` it mentions.
+///
+/// Crude by design (no Python parser): a name found in a string or comment
+/// only means no block defines them all, and the last block is taken as
+/// before.
+pub fn solution_names(check: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut push = |name: &str| {
+        if is_identifier(name) && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    };
+    let lines = split_lines(check);
+    let mut imports_module = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let stmt = lines[i].trim();
+        i += 1;
+        if let Some(rest) = stmt.strip_prefix("import ") {
+            imports_module |= rest
+                .split(',')
+                .any(|m| m.split_whitespace().next() == Some("solution"));
+            continue;
+        }
+        let Some(rest) = stmt
+            .strip_prefix("from ")
+            .and_then(|r| r.trim_start().strip_prefix("solution"))
+            .and_then(|r| r.trim_start().strip_prefix("import"))
+        else {
+            continue;
+        };
+        // Gather the whole statement: a parenthesised list or `\` continuations.
+        let mut list = strip_comment(rest).to_string();
+        let open = list.contains('(');
+        while (open && !list.contains(')')) || (!open && list.trim_end().ends_with('\\')) {
+            let Some(next) = lines.get(i) else { break };
+            i += 1;
+            list = list.trim_end().trim_end_matches('\\').to_string();
+            list.push(' ');
+            list.push_str(strip_comment(next));
+        }
+        for item in list.split([',', '(', ')', '\\']) {
+            // `a as b` takes `a` from the solution.
+            if let Some(name) = item.split_whitespace().next() {
+                push(name);
+            }
+        }
+    }
+    if imports_module {
+        for line in &lines {
+            let code = strip_comment(line);
+            for (at, _) in code.match_indices("solution.") {
+                let before = code[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                    continue;
+                }
+                let rest = &code[at + "solution.".len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                push(&rest[..end]);
+            }
+        }
+    }
+    names
+}
+
+/// Whether the block's top level (unindented lines) defines `name`: `def`,
+/// `async def` or `class` of that name, an assignment or annotation to it
+/// (`name = …`, `name: T = …`, `a, name = …`), or an import binding it.
+pub fn defines(lines: &[String], name: &str) -> bool {
+    lines.iter().any(|line| {
+        if line.starts_with([' ', '\t']) {
+            return false;
+        }
+        let code = strip_comment(line).trim_end();
+        let head = code
+            .strip_prefix("async ")
+            .map(str::trim_start)
+            .unwrap_or(code);
+        for keyword in ["def ", "class "] {
+            if let Some(rest) = head.strip_prefix(keyword) {
+                return leading_identifier(rest.trim_start()) == name;
+            }
+        }
+        if code.starts_with("import ") || code.starts_with("from ") {
+            let bound = code
+                .split_once(" import ")
+                .map_or(code.strip_prefix("import ").unwrap_or(""), |(_, names)| {
+                    names
+                });
+            return bound.split([',', '(', ')']).any(|item| {
+                let words: Vec<&str> = item.split_whitespace().collect();
+                match words.as_slice() {
+                    [_, "as", alias] => *alias == name,
+                    [single] => single.split('.').next() == Some(name),
+                    _ => false,
+                }
+            });
+        }
+        // An assignment target: the text before the first `=` that is not
+        // part of `==`, `<=`, `>=`, `!=`, split on commas, annotations cut.
+        let Some(eq) = assignment_eq(code) else {
+            return code
+                .split_once(':')
+                .is_some_and(|(target, _)| target.trim() == name);
+        };
+        code[..eq].split(',').any(|t| {
+            let t = t.trim().trim_start_matches(['(', '[', '*']);
+            let t = t.split(':').next().unwrap_or("");
+            t.trim().trim_end_matches([')', ']']) == name
+        })
+    })
+}
+
+/// The byte offset of the `=` of an assignment statement, if `code` is one.
+fn assignment_eq(code: &str) -> Option<usize> {
+    let bytes = code.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if matches!(b, b'(' | b'[' | b'{' | b'"' | b'\'') && i > 0 {
+            // A call or literal before any `=`: `f(x=1)` is not an assignment.
+            if !code[..i].contains('=') {
+                return None;
+            }
+        }
+        if b != b'=' {
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| bytes[j]);
+        let next = bytes.get(i + 1).copied();
+        if next == Some(b'=') || matches!(prev, Some(b'=' | b'<' | b'>' | b'!')) {
+            return None;
+        }
+        // Augmented assignment (`+=`) rebinds an existing name: not a definition.
+        if prev.is_some_and(|p| b"+-*/%&|^@:".contains(&p)) {
+            return None;
+        }
+        return Some(i);
+    }
+    None
+}
+
+/// The identifier `text` starts with (empty when none).
+fn leading_identifier(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// Whether `s` is a Python identifier (ASCII letters, digits, `_`, and any
+/// non-ASCII letter; not starting with a digit).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// `line` up to a `#` comment (a `#` inside a string literal is not tracked:
+/// crude, like the callers).
+fn strip_comment(line: &str) -> &str {
+    line.split('#').next().unwrap_or("")
 }
 
 /// Whether one line of unfenced text looks like Python: after leading
@@ -210,7 +389,7 @@ mod tests {
     use super::*;
 
     fn ex(s: &str) -> Option<String> {
-        extract_code(s)
+        extract_code(s, &[])
     }
 
     #[test]
@@ -367,6 +546,113 @@ mod tests {
     #[test]
     fn two_backticks_are_not_a_fence() {
         assert_eq!(ex("``python\nx = 1\n``").unwrap(), "``python\nx = 1\n``\n");
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn lines(code: &str) -> Vec<String> {
+        code.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn example_usage_block_after_the_solution_is_not_taken() {
+        let r = "```python\ndef first_true(xs):\n    return 0\n```\nExample usage:\n```python\nprint(first_true([1]))\n```\n";
+        assert_eq!(
+            extract_code(r, &names(&["first_true"])).unwrap(),
+            "def first_true(xs):\n    return 0\n"
+        );
+        // Without names from the check the last block is taken, as before.
+        assert_eq!(ex(r).unwrap(), "print(first_true([1]))\n");
+    }
+
+    #[test]
+    fn last_block_defining_every_name_wins_else_last_block() {
+        let r = "```python\ndef f():\n    return 1\n```\nBetter:\n```python\ndef f():\n    return 2\nG = 3\n```\n```python\nf()\n```";
+        assert_eq!(
+            extract_code(r, &names(&["f"])).unwrap(),
+            "def f():\n    return 2\nG = 3\n"
+        );
+        assert_eq!(
+            extract_code(r, &names(&["f", "G"])).unwrap(),
+            "def f():\n    return 2\nG = 3\n"
+        );
+        // No block defines `h`: the last block, as without names.
+        assert_eq!(extract_code(r, &names(&["f", "h"])).unwrap(), "f()\n");
+    }
+
+    #[test]
+    fn untagged_blocks_are_chosen_among_by_the_same_rule() {
+        let r = "```\nclass Stack:\n    pass\n```\n```\ns = Stack()\n```";
+        assert_eq!(
+            extract_code(r, &names(&["Stack"])).unwrap(),
+            "class Stack:\n    pass\n"
+        );
+        // A python block still beats an untagged one that defines the name.
+        let r = "```\ndef g(): pass\n```\n```python\ng()\n```";
+        assert_eq!(extract_code(r, &names(&["g"])).unwrap(), "g()\n");
+    }
+
+    #[test]
+    fn solution_names_reads_every_import_form() {
+        let check = "import os, sys\nfrom solution import a, b as bee  # two\nfrom solution import (\n    c,\n    d as dee,  # comment\n)\nfrom solution import e, \\\n    f\nfrom solution import *\nfrom solutions import nope\nfrom other.solution import no\ntry:\n    from solution import g\nexcept ImportError:\n    pass\nfrom solution import a\n";
+        assert_eq!(
+            solution_names(check),
+            names(&["a", "b", "c", "d", "e", "f", "g"])
+        );
+    }
+
+    #[test]
+    fn solution_names_reads_attribute_uses_only_after_import_solution() {
+        let check = "import solution\nassert solution.merge(1) == solution.merge_all()\nx = mysolution.no\ny = a.solution.no\n# solution.commented\n";
+        assert_eq!(solution_names(check), names(&["merge", "merge_all"]));
+        assert!(solution_names("x = solution.f\n").is_empty());
+        assert!(solution_names("import solutions\nsolution.f\n").is_empty());
+        let aliased = "import sys, solution as s\nsolution.h()\n";
+        assert_eq!(solution_names(aliased), names(&["h"]));
+    }
+
+    #[test]
+    fn defines_finds_top_level_bindings_only() {
+        let yes = [
+            ("def f(x):", "f"),
+            ("async def f():", "f"),
+            ("class C(Base):", "C"),
+            ("class C:", "C"),
+            ("N = 3", "N"),
+            ("N: int = 3", "N"),
+            ("N: list[int] = []", "N"),
+            ("a, N = 1, 2", "N"),
+            ("(a, N) = (1, 2)", "N"),
+            ("f = lambda x: x", "f"),
+            ("from functools import reduce as f", "f"),
+            ("from x import (a, f)", "f"),
+            ("import f", "f"),
+            ("import os.path", "os"),
+        ];
+        for (code, name) in yes {
+            assert!(defines(&lines(code), name), "{code} defines {name}");
+        }
+        let no = [
+            ("    def f():", "f"),
+            ("def fx():", "f"),
+            ("f(x=1)", "f"),
+            ("f == 1", "f"),
+            ("f += 1", "f"),
+            ("print(f)", "f"),
+            ("x = f", "f"),
+            ("# def f():", "f"),
+            ("if f: pass", "f"),
+            ("f[0] = 1", "f"),
+            ("import os.path", "path"),
+        ];
+        for (code, name) in no {
+            assert!(
+                !defines(&lines(code), name),
+                "{code} does not define {name}"
+            );
+        }
     }
 
     #[test]

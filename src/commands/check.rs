@@ -18,7 +18,7 @@ use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
 };
 use crate::error::{JudgeError, Outcome};
-use crate::extract::extract_code;
+use crate::extract::{extract_code, solution_names};
 use crate::judging::exec_outcome;
 use crate::records::{OutputRecord, Status, Winner};
 use crate::report::checks::{CheckRow, render_check_report, render_task_matrix};
@@ -433,11 +433,14 @@ fn policy_label(policy: &SandboxPolicy) -> &'static str {
     }
 }
 
-/// The code a check runs for `output`: extracted from an ok output, none from a failed one.
-fn code_of(output: &OutputRecord) -> Option<String> {
-    (output.status == Status::Ok)
-        .then(|| output.text.as_deref().and_then(extract_code))
-        .flatten()
+/// The code `check` (the test's source) runs for `output`: extracted from an ok output (the
+/// block that defines what the check takes from `solution`), none from a failed one.
+fn code_of(output: &OutputRecord, check: &str) -> Option<String> {
+    let text = output
+        .text
+        .as_deref()
+        .filter(|_| output.status == Status::Ok)?;
+    extract_code(text, &solution_names(check))
 }
 
 /// Whether `record` is a finished check of `output` as it is now against `check` (the test's
@@ -448,7 +451,7 @@ pub fn describes(record: &CheckRecord, output: &OutputRecord, check: &str) -> bo
     record.result != CheckOutcome::Error
         && (record.runner == RUNNER_VERSION || record.result == CheckOutcome::NoCode)
         && record.check_sha256 == sha256_hex(check)
-        && record.code_sha256 == code_of(output).as_deref().map(sha256_hex)
+        && record.code_sha256 == code_of(output, check).as_deref().map(sha256_hex)
 }
 
 /// Makes sure every output of a task with a `check.py` has a check record: reads
@@ -473,7 +476,7 @@ pub fn ensure_checks(
         let Some(check) = suite.task(&o.task).and_then(|t| t.check.as_deref()) else {
             continue;
         };
-        let code = code_of(o);
+        let code = code_of(o, check);
         let check_sha = sha256_hex(check);
         let code_sha = code.as_deref().map(sha256_hex);
         // Only a record without code stands as it is: pass and fail come back from the

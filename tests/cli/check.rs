@@ -214,6 +214,19 @@ fn infinite_loop_times_out_and_is_recorded() {
 }
 
 #[test]
+fn an_example_usage_block_after_the_solution_is_not_what_gets_checked() {
+    let answer = "Here is the function:\n```python\ndef double(x):\n    return 2 * x\n```\nExample usage:\n```python\nprint(double(3))  # 6\n```\n";
+    let p = one_task_project(
+        answer,
+        "from solution import double\nassert double(2) == 4\n",
+    );
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rec = &p.jsonl("runs/r/checks.jsonl")[0];
+    assert_eq!(rec["result"], "pass", "{rec}");
+}
+
+#[test]
 fn reply_without_code_is_no_code() {
     let p = one_task_project("I can't help with that request.", "import solution\n");
     let out = p.run(&["check", "--run", "r"]);
