@@ -101,6 +101,10 @@ pub struct JudgmentRecord {
     pub cost_usd: Option<f64>,
     /// Why the verdict is `failed`.
     pub error: Option<RecordedError>,
+    /// What this invocation's calls cost (attempts served from the cache cost nothing now):
+    /// for the progress bar, never written.
+    #[serde(skip)]
+    pub spent_usd: f64,
 }
 
 /// The `winner` field of a comparison.

@@ -197,7 +197,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         move |call| judge_call(work_ctx.clone(), call),
         |rec: JudgmentRecord| {
             let failed = matches!(rec.verdict, JudgmentVerdict::Failed(_));
-            let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
+            let spent = Some(rec.spent_usd);
             let priced = ctx
                 .judges
                 .iter()
@@ -774,6 +774,7 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         usage: None,
         cost_usd: None,
         error: None,
+        spent_usd: 0.0,
     };
     let prompt = match render_pairwise(&ctx.template, &input) {
         Ok(p) => p,
@@ -806,6 +807,11 @@ async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
             Err(e) => e.usage,
         };
         if let Some(u) = billed {
+            if !result.from_cache {
+                record.spent_usd += judge
+                    .cost_usd(u.input_tokens, u.output_tokens)
+                    .unwrap_or(0.0);
+            }
             let prev = record.usage.unwrap_or_default();
             let usage = crate::provider::Usage {
                 input_tokens: prev.input_tokens + u.input_tokens,

@@ -327,6 +327,7 @@ mod tests {
                 message: "m".into(),
                 http_status: None,
             }),
+            spent_usd: 0.0,
         }
     }
 
