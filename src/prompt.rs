@@ -603,7 +603,9 @@ fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
 }
 
 /// The suite slot: trimmed context, a blank line, trimmed criteria; empty parts left out.
-fn suite_guidance(context: &str, criteria: &str) -> String {
+/// The suite's part of the judge prompt: its `context`, a blank line, its `criteria` (each
+/// trimmed; an empty part left out). Labellers are shown the same text.
+pub fn suite_guidance(context: &str, criteria: &str) -> String {
     let parts: Vec<&str> = [context.trim(), criteria.trim()]
         .into_iter()
         .filter(|part| !part.is_empty())

@@ -64,6 +64,13 @@ struct Labelling {
     sample: Vec<SampleItem>,
 }
 
+impl Labelling {
+    /// What "better" means, as the judge prompt puts it: the suite's context and criteria.
+    fn standard(&self) -> String {
+        crate::prompt::suite_guidance(&self.suite.context, &self.suite.criteria)
+    }
+}
+
 /// Opens a run for labelling under a shared lock: many people label (and score, export) at
 /// once; what changes the run (a new sample, compare) waits for all of them.
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
@@ -244,21 +251,24 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// What a labeller sees for one item: the task and the two answers, control characters but
+/// What a labeller sees for one item: the standard the judge was given (`standard`, the
+/// suite's context and criteria), the task and the two answers, control characters but
 /// newline and tab escaped (see [`printable_text`]). Never a model id, never the judge's
 /// verdict.
 pub fn render_item(
     position: usize,
     total: usize,
     item: &SampleItem,
+    standard: &str,
     task: &str,
     answer_1: &str,
     answer_2: &str,
 ) -> String {
     let rule = "─".repeat(72);
     format!(
-        "{rule}\nItem {position} of {total}  ({})\n{rule}\n\nTASK\n\n{}\n\n{rule}\nANSWER 1\n{rule}\n{}\n\n{rule}\nANSWER 2\n{rule}\n{}\n\n{rule}\n",
+        "{rule}\nItem {position} of {total}  ({})\n{rule}\n\nWHAT \"BETTER\" MEANS (as the judge was told)\n\n{}\n\nTASK\n\n{}\n\n{rule}\nANSWER 1\n{rule}\n{}\n\n{rule}\nANSWER 2\n{rule}\n{}\n\n{rule}\n",
         item.item,
+        printable_text(standard.trim_end()),
         printable_text(task.trim_end()),
         printable_text(answer_1.trim_end()),
         printable_text(answer_2.trim_end())
@@ -431,7 +441,7 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
     while let Some(pos) = current {
         let item = l.sample[pos].clone();
         let (task, a1, a2) = answers(&l, &item);
-        let screen = render_item(pos + 1, total, &item, task, a1, a2);
+        let screen = render_item(pos + 1, total, &item, &l.standard(), task, a1, a2);
         let done = state.values().filter(|v| v.is_some()).count();
         if clear_screen {
             // A fresh screen per item on a terminal; scripts and pipes get plain text.
@@ -569,11 +579,23 @@ fn revealed_items(records: &[LabelRecord]) -> BTreeSet<String> {
 fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
     let l = open(cli, &args.run)?;
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["item", "task", "prompt", "answer_1", "answer_2", "choice"])?;
+    w.write_record([
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+    ])?;
+    let standard = l.standard();
+    let standard = sheet_cell(&standard);
     for item in &l.sample {
         let (task, a1, a2) = answers(&l, item);
         let [task, a1, a2] = [task, a1, a2].map(sheet_cell);
-        w.write_record([item.item.as_str(), item.task.as_str(), &task, &a1, &a2, ""])?;
+        w.write_record([
+            item.item.as_str(),
+            item.task.as_str(),
+            &standard,
+            &task,
+            &a1,
+            &a2,
+            "",
+        ])?;
     }
     let bytes = w
         .into_inner()

@@ -290,6 +290,13 @@ fn undo_skip_reveal_and_resume_after_kill() {
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(screen.contains("Item 4 of 6"), "{screen}");
     assert!(!screen.contains("Item 1 of 6"));
+    // The labeller is given the standard the judge was given.
+    assert!(
+        screen.contains(
+            "WHAT \"BETTER\" MEANS (as the judge was told)\n\nAnswer in Python.\n\nCorrect code wins.\n\nTASK"
+        ),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -315,7 +322,7 @@ fn export_is_blind_and_import_validates_every_row() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let sheet = p.read("sheet.csv");
     assert!(
-        sheet.starts_with("item,task,prompt,answer_1,answer_2,choice\n"),
+        sheet.starts_with("item,task,standard,prompt,answer_1,answer_2,choice\n"),
         "{sheet}"
     );
     for secret in MODELS
@@ -325,17 +332,35 @@ fn export_is_blind_and_import_validates_every_row() {
     {
         assert!(!sheet.contains(secret), "the sheet shows `{secret}`");
     }
-    let mut rows: Vec<String> = sheet.lines().map(String::from).collect();
-    // A bad choice and an unknown item: nothing is imported.
-    let filled: Vec<String> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| if i == 0 { r.clone() } else { format!("{r}1") })
+    // The standard is shown as the judge was given it: the suite's context and criteria.
+    let mut reader = csv::Reader::from_reader(sheet.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let rows: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
         .collect();
+    assert_eq!(rows[0][2], "Answer in Python.\n\nCorrect code wins.");
+    let sheet_of = |rows: &[Vec<String>]| {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&header).unwrap();
+        for r in rows {
+            w.write_record(r).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    };
+    // A bad choice and an unknown item: nothing is imported.
+    let mut filled = rows.clone();
+    for r in &mut filled {
+        r[6] = "1".into();
+    }
     let mut bad = filled.clone();
-    bad[2] = bad[2].trim_end_matches('1').to_string() + "maybe";
-    bad.push("i9999,t01,x,y,z,1".into());
-    p.write("bad.csv", &(bad.join("\n") + "\n"));
+    bad[0][6] = "maybe".into();
+    bad.push(
+        ["i9999", "t01", "s", "x", "y", "z", "1"]
+            .map(String::from)
+            .to_vec(),
+    );
+    p.write("bad.csv", &sheet_of(&bad));
     let out = p.run(&[
         "label",
         "import",
@@ -348,15 +373,14 @@ fn export_is_blind_and_import_validates_every_row() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("bad.csv:3: choice `maybe`") && stderr.contains("unknown item `i9999`"),
+        stderr.contains("bad.csv:2: choice `maybe`") && stderr.contains("unknown item `i9999`"),
         "{stderr}"
     );
     assert!(
         !p.path().join("runs/r/labels/carol.jsonl").exists(),
         "nothing half-imported"
     );
-    rows = filled;
-    p.write("good.csv", &(rows.join("\n") + "\n"));
+    p.write("good.csv", &sheet_of(&filled));
     let out = p.run(&[
         "label",
         "import",
@@ -564,7 +588,7 @@ fn import_refuses_a_sheet_of_a_replaced_sample() {
     writer.write_record(reader.headers().unwrap()).unwrap();
     for row in reader.records() {
         let mut row: Vec<String> = row.unwrap().iter().map(String::from).collect();
-        row[5] = "1".into();
+        row[6] = "1".into();
         writer.write_record(&row).unwrap();
     }
     p.write(
@@ -728,7 +752,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         .map(Result::unwrap)
         .collect();
     let header = csv::StringRecord::from(vec![
-        "item", "task", "prompt", "answer_1", "answer_2", "choice",
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
     ]);
     let write = |name: &str, delimiter: u8, rows: &[csv::StringRecord]| {
         let mut w = csv::WriterBuilder::new()
@@ -743,12 +767,12 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     };
     for r in &mut rows {
         let mut cells: Vec<String> = r.iter().map(String::from).collect();
-        cells[5] = "1".into();
+        cells[6] = "1".into();
         *r = csv::StringRecord::from(cells);
     }
     let mut bad = rows.clone();
     let mut cells: Vec<String> = bad[3].iter().map(String::from).collect();
-    cells[5] = "maybe".into();
+    cells[6] = "maybe".into();
     bad[3] = csv::StringRecord::from(cells);
     write("bad.csv", b',', &bad);
     // The line the 4th row starts on, counted in the file's bytes: the line after the one
@@ -774,8 +798,8 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     );
     // Rows of bare delimiters after the data (cells a spreadsheet saw touched) are no rows.
     let mut padded = rows.clone();
-    padded.push(csv::StringRecord::from(vec![""; 6]));
-    padded.push(csv::StringRecord::from(vec![" "; 6]));
+    padded.push(csv::StringRecord::from(vec![""; 7]));
+    padded.push(csv::StringRecord::from(vec![" "; 7]));
     write("semicolons.csv", b';', &padded);
     let out = import("semicolons.csv");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -916,7 +940,7 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
         .map(|r| {
             let mut cells: Vec<String> = r.unwrap().iter().map(String::from).collect();
             if cells[0] == "i0001" {
-                cells[5] = "2".into();
+                cells[6] = "2".into();
             }
             csv::StringRecord::from(cells)
         })
