@@ -1014,8 +1014,9 @@ fn finish(
 }
 
 /// Check results for the execution judge: `checks.jsonl`, with any missing check run now in
-/// the sandbox (a missing sandbox is an error that says to run `judge check`), and the policy
-/// they ran under when any did.
+/// the sandbox under the time limit the run's checks last ran under (a missing sandbox, or
+/// earlier checks run with `--no-sandbox`, is an error that says to run `judge check`), and
+/// the policy they ran under when any did.
 fn exec_checks(
     inputs: &Inputs,
     cache: &Cache,
@@ -1043,7 +1044,22 @@ fn exec_checks(
     let (records, ran_under) = if complete {
         (existing, None)
     } else {
-        let policy = sandbox_policy(false, None).map_err(|e| {
+        // The missing checks run under the limits the run's checks last ran under (the cache
+        // serves those again as they were); model code never runs unconfined unless asked.
+        let last = inputs.manifest.extra.get("check");
+        if last.and_then(|c| c.get("sandbox")).and_then(|v| v.as_str()) == Some("none") {
+            return Err(JudgeError::usage(format!(
+                "the exec judge needs checks that have not run, and this run's checks last ran with --no-sandbox, which compare never does on its own: run `judge check --run {}` first (with --no-sandbox again if you accept the risk, and the same --timeout-secs)",
+                inputs.run_dir.name()
+            ))
+            .into());
+        }
+        let timeout_secs = last
+            .and_then(|c| c.get("wall_timeout_secs"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|&t| t >= 1.0)
+            .map(|t| t.round() as u64);
+        let policy = sandbox_policy(false, timeout_secs).map_err(|e| {
             JudgeError::usage(format!(
                 "the exec judge needs check results and could not run them: {e:#}; run `judge check --run {}` first (with --no-sandbox if you accept the risk)",
                 inputs.run_dir.name()

@@ -713,3 +713,54 @@ fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
         "{said:?}"
     );
 }
+
+/// Regression: a check missing when compare ran (a line lost from checks.jsonl, a model added)
+/// made the exec judge re-run every check under the default limits, silently replacing
+/// results the user had run with `--timeout-secs 30`; after `--no-sandbox` checks it ran model
+/// code in the sandbox mixed with unconfined results. It now runs under the recorded limit,
+/// and refuses to decide for the user after `--no-sandbox`.
+#[test]
+fn the_exec_judge_runs_missing_checks_under_the_limits_the_run_last_used() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    for (set, x) in [("a", 1), ("b", 2)] {
+        p.write(
+            &format!("suites/demo/answers/{set}/t01.md"),
+            &format!("```python\nx = {x}\n```"),
+        );
+    }
+    let drop_a_check = |p: &Project| {
+        let checks = p.read("runs/r/checks.jsonl");
+        let kept: Vec<&str> = checks.lines().skip(1).collect();
+        p.write("runs/r/checks.jsonl", &(kept.join("\n") + "\n"));
+    };
+    for args in [
+        &["generate", "--run", "r"][..],
+        &["check", "--run", "r", "--timeout-secs", "30"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    drop_a_check(&p);
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(manifest["check"]["wall_timeout_secs"], 30.0, "{manifest}");
+    assert_eq!(p.jsonl("runs/r/checks.jsonl").len(), 2);
+
+    let out = p.run(&["check", "--run", "r", "--no-sandbox"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    drop_a_check(&p);
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("this run's checks last ran with --no-sandbox"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/checks.jsonl").len(), 1, "nothing ran");
+}
