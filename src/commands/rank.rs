@@ -190,12 +190,14 @@ fn from_run(
     } else {
         load_run(&config, run)?
     };
+    // Said on stderr and in every leaderboard (JSON `warnings`, under the Markdown).
+    let mut warnings = Vec::new();
     let comparisons: Vec<ComparisonRecord> = if args.from_labels {
         let (labelled, shared) = comparisons_from_labels(&run_dir)?;
         if shared > 0 && args.bootstrap_unit == crate::cli::UnitArg::Comparison {
-            eprintln!(
-                "warning: {shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, which the comparison bootstrap's intervals do not account for: use --bootstrap-unit task (it resamples whole tasks)"
-            );
+            warnings.push(format!(
+                "{shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, which the comparison bootstrap's intervals do not account for: use --bootstrap-unit task (it resamples whole tasks)"
+            ));
         }
         labelled
     } else {
@@ -321,9 +323,9 @@ fn from_run(
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
     if missing > 0 && !args.from_labels {
-        eprintln!(
-            "warning: {missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run}`) before trusting this leaderboard"
-        );
+        warnings.push(format!(
+            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run}`) before trusting this leaderboard"
+        ));
     }
     // Prompt hash → judgments that used it; the header shows the most used one.
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
@@ -335,15 +337,15 @@ fn from_run(
         }
     }
     if prompt_hashes.len() > 1 {
-        eprintln!(
-            "warning: judge `{judge}` judged this run with {} different prompts ({}); they are ranked together",
+        warnings.push(format!(
+            "judge `{judge}` judged this run with {} different prompts ({}); they are ranked together",
             prompt_hashes.len(),
             prompt_hashes
                 .keys()
                 .map(|h| crate::short_hash(h))
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ));
     }
     let prompt_sha256 = prompt_hashes
         .into_iter()
@@ -375,7 +377,6 @@ fn from_run(
     };
     run_dir.create_and_lock()?;
     let exec_judged = header.judge.as_deref() == Some(EXEC_JUDGE) && !args.from_labels;
-    let mut warnings = Vec::new();
     if exec_judged {
         warnings.extend(crate::commands::compare::exec_coverage_note(&suite));
         warnings.extend(crate::commands::check::exec_policy_notes(

@@ -386,6 +386,20 @@ fn an_output_not_generated_yet_is_left_out_not_lost() {
         "{}",
         text(&out)
     );
+    // The leaderboard files carry the warning too: they travel without the terminal's stderr.
+    let board: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/leaderboard.json")).unwrap();
+    assert!(
+        board["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("1 comparison(s) of judge `judge-1` are missing")),
+        "{board}"
+    );
+    assert!(
+        p.read("runs/r/leaderboard.md")
+            .contains("1 comparison(s) of judge `judge-1` are missing")
+    );
     // Finishing generation, then compare, completes the run.
     assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
     assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
