@@ -16,13 +16,6 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     rank::check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
     // An unknown --model is named as such before the count below would miscount it.
     let models = generate::select_models(&config, &args.models)?;
-    if models.len() < 2 {
-        return Err(crate::error::JudgeError::usage(format!(
-            "`judge run` ranks models against each other and needs at least two (found {}); use `judge generate` for one model",
-            models.len()
-        ))
-        .into());
-    }
     let judges = if !args.judges.is_empty() {
         let mut seen = std::collections::BTreeSet::new();
         args.judges
@@ -71,6 +64,14 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             compare::refuse_changed_judge_setup(&config, &manifest, name, &resolved, &judged)?;
         }
     }
+    // The count is of the models ranked: the selected ones and an existing run's answered ones.
+    if ranked.len() < 2 {
+        return Err(crate::error::JudgeError::usage(format!(
+            "`judge run` ranks models against each other and needs at least two (found {}); use `judge generate` for one model",
+            ranked.len()
+        ))
+        .into());
+    }
     compare::refuse_own_family(&config, &resolved, &ranked)?;
     crate::engine::calls::build_http_providers(&config, &compare::llm_judges(&resolved))?;
     let one_document = matches!(
@@ -105,6 +106,15 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 "{why}; the exec judge would fail every comparison of that task: fix it before the run begins"
             ))
             .into());
+        }
+        // A new run's checks all have to run: a sandbox that cannot start here is named
+        // before anything is generated, not after.
+        if new_run {
+            crate::commands::check::sandbox_policy(false, None).map_err(|e| {
+                crate::error::JudgeError::usage(format!(
+                    "the exec judge runs every answer's check in the sandbox, which cannot run here: {e:#}; generate with `judge generate`, then run the checks with `judge check --no-sandbox` if you accept the risk, then `judge compare` and `judge rank`"
+                ))
+            })?;
         }
     }
     crate::interrupt::install();

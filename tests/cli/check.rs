@@ -764,3 +764,31 @@ fn the_exec_judge_runs_missing_checks_under_the_limits_the_run_last_used() {
     );
     assert_eq!(p.jsonl("runs/r/checks.jsonl").len(), 1, "nothing ran");
 }
+
+/// Regression: with a sandbox that cannot start, `judge run` generated the whole run before
+/// compare refused (exit 2 with everything written); it is now refused before anything.
+#[test]
+fn run_refuses_a_sandbox_that_cannot_start_before_generating() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::offline();
+    let bin = p.path().join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let bwrap = bin.join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: no user namespaces' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = p.judge().env("PATH", path).args(["run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "the exec judge runs every answer's check in the sandbox, which cannot run here"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs").exists(), "nothing was generated");
+}

@@ -934,6 +934,58 @@ fn run_into_a_run_refuses_a_judge_of_a_model_already_in_it() {
     );
 }
 
+/// Regression: `judge run --run r --model gamma` into a run that already has alpha and beta
+/// was refused as "needs at least two (found 1)", though the run's models are ranked too.
+#[test]
+fn run_into_a_run_counts_the_models_already_in_it() {
+    let config = crate::common::files_config(&[
+        ("alpha", "a", "fam-a"),
+        ("beta", "b", "fam-b"),
+        ("gamma", "c", "fam-c"),
+    ]);
+    let p = Project::with_suite(2, &config);
+    for task in ["t01", "t02"] {
+        p.write(
+            &format!("suites/demo/tasks/{task}/check.py"),
+            "import solution\nassert solution.x == 1\n",
+        );
+        for (set, x) in [("a", 1), ("b", 2), ("c", 1)] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{task}.md"),
+                &format!("```python\nx = {x}\n```"),
+            );
+        }
+    }
+    // A new run of one model is refused before anything is written.
+    let out = p.run(&["run", "--run", "solo", "--model", "gamma"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("needs at least two (found 1)"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/solo").exists());
+    let out = p.run(&[
+        "generate", "--run", "r", "--model", "alpha", "--model", "beta",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&[
+        "run",
+        "--run",
+        "r",
+        "--model",
+        "gamma",
+        "--format",
+        "json",
+        "--resamples",
+        "50",
+        "--allow-few-resamples",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(board["models"].as_array().unwrap().len(), 3, "{board}");
+}
+
 /// A run whose manifest an older judge wrote lists only the judges of the latest compare,
 /// with the cap run-wide: a judge with judgments but no entry is still held to that cap.
 #[test]
