@@ -66,8 +66,8 @@ pub enum Command {
     /// solution is passed over), else the last one; with no fence, the whole text if it looks
     /// like Python (an unterminated final fence, from a reply cut off by the token cap, counts
     /// up to the end). Each check
-    /// runs in bubblewrap: read-only system, a fresh temporary working directory as the only
-    /// writable place, no network, new PID/IPC namespaces, a scrubbed environment, limits on
+    /// runs in bubblewrap: read-only system, a fresh 64 MiB /tmp holding the working directory and
+    /// a capped /dev/shm as the only writable places, no network, new PID/IPC namespaces, a scrubbed environment, limits on
     /// CPU, memory, file size and processes, and a wall-clock timeout. Results go to
     /// runs/<run>/checks.jsonl (cached: a rerun is instant); per-model pass rates with 95%
     /// Wilson intervals go to stdout.
@@ -133,7 +133,9 @@ pub struct GenerateArgs {
     #[arg(long = "model", value_name = "ID")]
     pub models: Vec<String>,
 
-    /// Ignore cached responses and ask the provider again (the new responses are cached).
+    /// Ignore cached responses and ask the provider again (the new responses are cached), for
+    /// the items still to generate: a finished item keeps its record (start a new run to
+    /// generate everything afresh).
     #[arg(long)]
     pub refresh: bool,
 
@@ -161,7 +163,8 @@ pub struct CompareArgs {
     #[arg(long = "judge", value_name = "ID")]
     pub judges: Vec<String>,
 
-    /// Ignore cached judge replies and ask again (new replies are cached).
+    /// Ignore cached judge replies and ask again (new replies are cached), for the judgments
+    /// still to make: a recorded judgment stays (judge into a new run to ask everything afresh).
     #[arg(long)]
     pub refresh: bool,
 
@@ -263,7 +266,8 @@ pub struct RankArgs {
     #[arg(long)]
     pub allow_few_resamples: bool,
 
-    /// Bootstrap seed. Default: the run's seed from judge.toml, or 0 for --comparisons.
+    /// Bootstrap seed. Default: the seed recorded in the run (its [run] seed when it was
+    /// created), or 0 for --comparisons.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
 

@@ -1,6 +1,7 @@
 //! `judge.toml` → a validated [`Config`]: providers, models, judges and the run-wide generation
-//! settings. Parsing is pure (`parse_config` takes the text); reading the file and the
-//! environment happens in `load_config`. Every error names the file, the key and what to do.
+//! settings. Parsing is pure (`parse_config` takes the text); reading the file happens in
+//! `load_config`, and API keys are read from the environment only when an HTTP provider is built
+//! (`engine::calls`). Every error names the file, the key and what to do.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -410,6 +411,22 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
+    for (i, j) in judges.iter().enumerate() {
+        if let Some(other) = judges[..i]
+            .iter()
+            .find(|o| leaderboard_stem(&o.id) == leaderboard_stem(&j.id))
+        {
+            return Err(err(
+                &format!("judges[{i}].id"),
+                format!(
+                    "judges `{}` and `{}` would share the leaderboard file leaderboards/{}.* (`/` and `:` become `_` in file names); rename one",
+                    other.id,
+                    j.id,
+                    leaderboard_stem(&j.id)
+                ),
+            ));
+        }
+    }
     // The Anthropic API takes temperatures up to 1.0: the models' (one for all) and the judges'.
     for (key, temperature, entries, what) in [
         ("run.temperature", run.temperature, &models, "model"),
@@ -715,6 +732,12 @@ fn resolve_models(
 }
 
 /// Ids appear in records, file names of labels and leaderboards: keep them plain.
+/// The file name (without extension) of a judge's leaderboard under `leaderboards/`: its id
+/// with `/` and `:` (allowed in ids) as `_`. Two judges whose names collide are refused.
+pub fn leaderboard_stem(judge: &str) -> String {
+    judge.replace(['/', ':', '\\'], "_")
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128

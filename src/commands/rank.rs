@@ -27,8 +27,8 @@ pub const DEFAULT_SEED: u64 = 0;
 /// Fewest resamples allowed without `--allow-few-resamples`.
 pub const MIN_RESAMPLES: usize = 1000;
 
-/// Most resamples allowed: the bootstrap keeps resamples × models × 16 bytes (1.6 GB at a
-/// million resamples of 100 models).
+/// Most resamples allowed: a bound on time (each resample is a refit); memory stays small,
+/// since the bootstrap keeps only the tails the intervals need.
 pub const MAX_RESAMPLES: usize = 1_000_000;
 
 /// Refuses bootstrap and prior settings `judge rank` cannot honour (also checked by
@@ -44,8 +44,13 @@ pub fn check_fit_args(resamples: usize, allow_few: bool, prior: f64) -> Result<(
 }
 
 /// Refuses a number of bootstrap resamples outside [`MIN_RESAMPLES`] (unless `allow_few`) ..=
-/// [`MAX_RESAMPLES`] (also for `judge label score`).
+/// [`MAX_RESAMPLES`] (also for `judge label score`); 0 always.
 pub fn check_resamples(resamples: usize, allow_few: bool) -> Result<(), JudgeError> {
+    if resamples == 0 {
+        return Err(JudgeError::usage(
+            "--resamples 0: the bootstrap needs at least one resample (the default is 1000)",
+        ));
+    }
     if resamples < MIN_RESAMPLES && !allow_few {
         return Err(JudgeError::usage(format!(
             "--resamples {resamples} is below {MIN_RESAMPLES}; percentile intervals need at least {MIN_RESAMPLES} (pass --allow-few-resamples for a quick look)"
@@ -142,7 +147,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             .header
             .judge
             .as_deref()
-            .map(|j| j.replace(['/', ':', '\\'], "_"));
+            .map(crate::config::leaderboard_stem);
         let names: Vec<String> = match (args.from_labels, judge_file) {
             (true, _) => vec!["labels/leaderboard".into()],
             (false, Some(j)) => vec!["leaderboard".into(), format!("leaderboards/{j}")],

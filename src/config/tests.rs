@@ -210,6 +210,23 @@ fn a_judge_with_a_models_id_is_refused() {
 }
 
 #[test]
+fn judges_whose_leaderboard_files_would_collide_are_refused() {
+    let judge = |id: &str| {
+        format!("\n[[judges]]\nid = \"{id}\"\nprovider = \"oa\"\nmodel = \"m\"\nfamily = \"x\"\n")
+    };
+    let e = error_of(&format!("{GOOD}{}{}", judge("org/j"), judge("org:j")));
+    assert!(
+        e.contains("judges[1].id")
+            && e.contains(
+                "judges `org/j` and `org:j` would share the leaderboard file leaderboards/org_j.*"
+            ),
+        "{e}"
+    );
+    let text = format!("{GOOD}{}{}", judge("org/j"), judge("org-j"));
+    assert!(parse_config("judge.toml", &text).is_ok());
+}
+
+#[test]
 fn unknown_provider_kind_lists_every_kind() {
     let e = error_of(&GOOD.replace("kind = \"openai\"", "kind = \"gemeni\""));
     assert!(e.contains("openai, anthropic, gemini, files"), "{e}");

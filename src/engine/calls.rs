@@ -77,12 +77,19 @@ pub async fn cached_call(
         .post_json(request, &move || s.is_stopping(), stop.deadline())
         .await;
     result.attempts = attempts;
-    let parsed = sent.and_then(|bytes| {
-        let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            parse_reply(kind, &bytes).expect_err("bytes that are not JSON never parse")
-        })?;
-        parse_reply_value(kind, &value).map(|reply| (reply, value))
-    });
+    let parsed = sent
+        .and_then(|bytes| {
+            let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
+                parse_reply(kind, &bytes).expect_err("bytes that are not JSON never parse")
+            })?;
+            parse_reply_value(kind, &value).map(|reply| (reply, value))
+        })
+        .map_err(|mut e| {
+            // Every message that may quote the body is recorded or printed: a short key too
+            // is taken out of it (replies keep it, see `redact_message`).
+            e.message = http.redact_message(&e.message);
+            e
+        });
     match parsed {
         Ok((reply, value)) => {
             if let Err(e) = cache.put(&key, &canonical, &value) {

@@ -393,6 +393,10 @@ impl HttpProvider {
         let env = self.config.api_key_env.as_deref().unwrap_or("(none)");
         let name = &self.config.name;
         let msg = match err.class {
+            ErrorClass::Auth if self.config.api_key_env.is_none() => format!(
+                "provider `{name}` refused the request ({}), and no API key was sent (`api_key_env = \"\"`); if it needs one, set `api_key_env` to the variable that holds it",
+                err.message
+            ),
             ErrorClass::Auth => format!(
                 "provider `{name}` refused the API key from `{env}` ({}); check that `{env}` holds a valid key with access to this model",
                 err.message
@@ -428,8 +432,18 @@ impl HttpProvider {
     }
 
     fn redact(&self, text: &str) -> String {
-        String::from_utf8(self.redact_bytes(text.as_bytes()))
-            .expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
+        self.redact_message(text)
+    }
+
+    /// An error message with the key replaced by `***`: a short key too (one under
+    /// [`MIN_REDACTED_KEY_LEN`] bytes, which replies keep), where it stands as a token of its
+    /// own ([`redact_short_key`]), as a server's "Incorrect API key provided: sk-1234" has it.
+    pub(crate) fn redact_message(&self, text: &str) -> String {
+        let Some(k) = &self.key else {
+            return text.to_string();
+        };
+        let bytes = redact_short_key(&redact_key(text.as_bytes(), k.expose()), k.expose());
+        String::from_utf8(bytes).expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
     }
 
     /// Any text with the key replaced by `***`.
@@ -497,6 +511,37 @@ fn redact_json(value: &mut Value, key: &str) {
 /// ("EMPTY", "none", "x"), and replacing every occurrence would garble replies (a key `x`
 /// would turn the JSON field `"text"` into `"te***t"`). Real provider keys are far longer.
 const MIN_REDACTED_KEY_LEN: usize = 8;
+
+/// Shortest key redacted in error messages (as a token of its own); shorter ones ("x", "no")
+/// are placeholders, not secrets.
+const MIN_REDACTED_SHORT_KEY_LEN: usize = 4;
+
+/// `text` with each occurrence of a short `key` (from [`MIN_REDACTED_SHORT_KEY_LEN`] to under
+/// [`MIN_REDACTED_KEY_LEN`] bytes) that stands as a token of its own (no letter, digit, `_` or
+/// `-` right before or after it) replaced by `***`; other keys leave `text` as it is.
+fn redact_short_key(text: &[u8], key: &str) -> Vec<u8> {
+    let key = key.as_bytes();
+    if !(MIN_REDACTED_SHORT_KEY_LEN..MIN_REDACTED_KEY_LEN).contains(&key.len()) {
+        return text.to_vec();
+    }
+    let joins =
+        |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let whole = text[i..].starts_with(key)
+            && !joins(i.checked_sub(1).and_then(|j| text.get(j)))
+            && !joins(text.get(i + key.len()));
+        if whole {
+            out.extend_from_slice(b"***");
+            i += key.len();
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    out
+}
 
 /// `text` with every occurrence of `key` (and so any `Bearer <key>`) replaced by `***`.
 fn redact_key(text: &[u8], key: &str) -> Vec<u8> {
@@ -588,6 +633,29 @@ mod tests {
             value,
             serde_json::json!({"text": "key ***!", "***": [1, "***"]})
         );
+    }
+
+    #[test]
+    fn short_keys_are_redacted_in_messages_where_they_stand_alone() {
+        let red = |text: &str, key: &str| {
+            String::from_utf8(redact_short_key(text.as_bytes(), key)).unwrap()
+        };
+        assert_eq!(
+            red(
+                "Incorrect API key provided: sk-1234. Key sk-1234",
+                "sk-1234"
+            ),
+            "Incorrect API key provided: ***. Key ***"
+        );
+        assert_eq!(red("\"tok1\" (tok1)", "tok1"), "\"***\" (***)");
+        // Inside a longer word or token it is not the key.
+        assert_eq!(
+            red("retok1 tok1x tok1-2 a_tok1", "tok1"),
+            "retok1 tok1x tok1-2 a_tok1"
+        );
+        // Under four bytes: a placeholder; eight and more: redact_key's (everywhere).
+        assert_eq!(red("key abc", "abc"), "key abc");
+        assert_eq!(red("key 12345678", "12345678"), "key 12345678");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Providers behind one interface: the common request and reply types, the error taxonomy
-//! recorded in outputs, and the dispatch to each provider's pure translation (`openai`, `files`)
-//! and the HTTP layer (`http`).
+//! recorded in outputs, and the dispatch to each provider's pure translation (`openai`,
+//! `anthropic`, `gemini`, `files`) and the HTTP layer (`http`).
 
 pub mod anthropic;
 pub mod files;

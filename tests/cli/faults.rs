@@ -951,3 +951,74 @@ fn an_interrupted_default_named_run_says_how_to_resume_it() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(std::fs::read_dir(p.path().join("runs")).unwrap().count(), 1);
 }
+
+/// Regression: a key under 8 characters (a gateway's `sk-1234`) was never redacted, so a
+/// server echoing it in an error put it into outputs.jsonl and onto the terminal. In error
+/// messages it is now replaced where it stands as a token of its own; a reply's text keeps it
+/// (short placeholders such as `none` would garble answers).
+#[test]
+fn a_short_key_echoed_in_an_error_is_redacted() {
+    const SHORT: &str = "sk-1234";
+    let server = FakeServer::start(|req, _| {
+        let status = if req.body["model"] == "model-x" {
+            400
+        } else {
+            401
+        };
+        Reply::Http(
+            status,
+            vec![],
+            format!(
+                r#"{{"error":{{"message":"Incorrect API key provided: {SHORT}. Or context too long for key {SHORT}","type":"invalid_request_error"}}}}"#
+            ),
+        )
+    });
+    let p = Project::with_suite(1, &config("openai", &server.url, 0, 5));
+    let out = p
+        .judge()
+        .env("OPENAI_API_KEY", SHORT)
+        .args(["generate", "--run", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains(SHORT), "{}", text(&out));
+    let outputs = p.read("runs/r/outputs.jsonl");
+    assert!(
+        outputs.contains("Incorrect API key provided: ***."),
+        "{outputs}"
+    );
+    assert!(!outputs.contains(SHORT), "{outputs}");
+    // A 401 stops the run with a message quoting the body: the key is out of it too.
+    let p = Project::with_suite(
+        1,
+        &config("openai", &server.url, 0, 5).replace("model-x", "model-q"),
+    );
+    let out = p
+        .judge()
+        .env("OPENAI_API_KEY", SHORT)
+        .args(["generate", "--run", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("Incorrect API key provided: ***."),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains(SHORT), "{}", text(&out));
+    // With no key sent at all, the refusal says so instead of naming a variable `(none)`.
+    let p = Project::with_suite(
+        1,
+        &config("openai", &server.url, 0, 5)
+            .replace("model-x", "model-q")
+            .replace("max_retries", "api_key_env = \"\"\nmax_retries"),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("and no API key was sent (`api_key_env = \"\"`)")
+            && !text(&out).contains("(none)"),
+        "{}",
+        text(&out)
+    );
+}

@@ -174,6 +174,14 @@ fn sample_label_score_and_rank_end_to_end() {
     assert_eq!(score["seed"], 9, "the run's seed by default: {score}");
     let few = p.run(&["label", "score", "--run", "r", "--resamples", "5"]);
     assert_eq!(few.status.code(), Some(2), "{}", text(&few));
+    // No resample at all is a usage error (exit 2) here as in `rank`, also when few are allowed.
+    for command in ["label score", "rank"] {
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.extend(["--run", "r", "--resamples", "0", "--allow-few-resamples"]);
+        let none = p.run(&args);
+        assert_eq!(none.status.code(), Some(2), "{args:?}: {}", text(&none));
+        assert!(text(&none).contains("--resamples 0"), "{}", text(&none));
+    }
     let few = p.run(&[
         "label",
         "score",
