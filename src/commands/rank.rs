@@ -1,7 +1,7 @@
 //! `judge rank`: comparisons (from a run, or a Chatbot-Arena-style JSONL file streamed row by
 //! row) → Bradley–Terry leaderboard with bootstrap intervals and tied ranks.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
@@ -332,6 +332,9 @@ fn from_run(
             "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run}`) before trusting this leaderboard"
         ));
     }
+    if !args.from_labels {
+        warnings.extend(by_failure_note(&mine, run));
+    }
     // Prompt hash → judgments that used it; the header shows the most used one.
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
         std::collections::BTreeMap::new();
@@ -402,6 +405,38 @@ fn from_run(
         },
         run_dir,
         prompt,
+    ))
+}
+
+/// What the leaderboard must say of comparisons decided by a failed generation (the failed
+/// side loses without a judge; both failed is both bad): in the columns they are losses and
+/// both-bad like any other, so the note names each model's count, most first.
+fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str) -> Option<String> {
+    let mut lost: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut both = 0;
+    for c in comparisons.iter().filter(|c| c.by_failure) {
+        match c.winner {
+            Winner::ModelA => *lost.entry(c.model_b.as_str()).or_default() += 1,
+            Winner::ModelB => *lost.entry(c.model_a.as_str()).or_default() += 1,
+            _ => both += 1,
+        }
+    }
+    if lost.is_empty() && both == 0 {
+        return None;
+    }
+    let mut counts: Vec<(&str, usize)> = lost.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let total: usize = counts.iter().map(|(_, n)| n).sum::<usize>() + both;
+    let mut parts: Vec<String> = counts
+        .iter()
+        .map(|(m, n)| format!("`{m}` lost {n}"))
+        .collect();
+    if both > 0 {
+        parts.push(format!("{both} had both outputs failed (both bad)"));
+    }
+    Some(format!(
+        "{total} comparison(s) were decided by failed generations, not by the judge: {}; their losses count like any other (outputs.jsonl says why each failed; `judge generate --run {run} --retry-failed` asks again)",
+        parts.join(", ")
     ))
 }
 
@@ -610,6 +645,29 @@ mod tests {
             flipped: false,
             by_failure: true,
         }
+    }
+
+    #[test]
+    fn the_by_failure_note_names_each_loser_most_first() {
+        let judged = ComparisonRecord {
+            by_failure: false,
+            ..by_failure(Winner::ModelA)
+        };
+        assert_eq!(by_failure_note(&[&judged], "r"), None);
+        let b_lost = by_failure(Winner::ModelA);
+        let a_lost = by_failure(Winner::ModelB);
+        let both = by_failure(Winner::BothBad);
+        let note = by_failure_note(&[&a_lost, &b_lost, &b_lost, &both, &judged], "r").unwrap();
+        assert!(
+            note.starts_with(
+                "4 comparison(s) were decided by failed generations, not by the judge: `b` lost 2, `a` lost 1, 1 had both outputs failed (both bad);"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("judge generate --run r --retry-failed"),
+            "{note}"
+        );
     }
 
     /// A comparison decided by failure stands only while the outputs still decide it so:

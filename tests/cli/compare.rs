@@ -347,6 +347,31 @@ fn failed_generation_loses_without_asking_the_judge() {
     let t02 = c.iter().find(|c| c["task"] == "t02").unwrap();
     assert_eq!(t02["winner"], "model_a");
     assert_eq!(t02["by_failure"], true);
+    // The leaderboard says which losses no judge decided.
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r3",
+        "--format",
+        "json",
+        "--resamples",
+        "50",
+        "--allow-few-resamples",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let loser = t02["model_b"].as_str().unwrap();
+    let note = format!(
+        "1 comparison(s) were decided by failed generations, not by the judge: `{loser}` lost 1;"
+    );
+    assert!(
+        board["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(&note)),
+        "{board}"
+    );
 }
 
 #[test]
