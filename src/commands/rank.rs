@@ -340,6 +340,12 @@ fn from_run(
         std::collections::BTreeMap::new();
     if judge != EXEC_JUDGE && !args.from_labels {
         let judgments: Vec<JudgmentRecord> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
+        let stale = unreflected_judgments(&mine, &judgments, &judge);
+        if stale > 0 {
+            warnings.push(format!(
+                "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` to bring them in (recorded verdicts make no new calls)"
+            ));
+        }
         for j in judgments.into_iter().filter(|j| j.judge == judge) {
             *prompt_hashes.entry(j.prompt_sha256).or_default() += 1;
         }
@@ -406,6 +412,56 @@ fn from_run(
         run_dir,
         prompt,
     ))
+}
+
+/// How many of `judge`'s pairs the latest judgments decide otherwise than `comparisons` (its
+/// rows of comparisons.jsonl) say, or decide where comparisons.jsonl has no row: what a compare
+/// stopped hard (`kill -9`) leaves, since it appends judgments as they come and rewrites
+/// comparisons.jsonl only at its end. A pair counts when both orderings have a judgment and
+/// neither side's row is decided by failure.
+fn unreflected_judgments(
+    comparisons: &[&ComparisonRecord],
+    judgments: &[JudgmentRecord],
+    judge: &str,
+) -> usize {
+    // The latest judgment of each (task, first, second): later lines replace earlier ones.
+    let mut latest: HashMap<(&str, &str, &str), &JudgmentRecord> = HashMap::new();
+    for j in judgments.iter().filter(|j| j.judge == judge) {
+        latest.insert((j.task.as_str(), j.first.as_str(), j.second.as_str()), j);
+    }
+    let verdict = |task: &str, first: &str, second: &str| {
+        latest.get(&(task, first, second)).map(|j| match j.verdict {
+            crate::records::JudgmentVerdict::Parsed(v) => Some(v),
+            crate::records::JudgmentVerdict::Failed(_) => None,
+        })
+    };
+    let mut rows: HashMap<(&str, &str, &str), &ComparisonRecord> = HashMap::new();
+    for c in comparisons {
+        rows.insert((c.task.as_str(), c.model_a.as_str(), c.model_b.as_str()), c);
+        rows.insert((c.task.as_str(), c.model_b.as_str(), c.model_a.as_str()), c);
+    }
+    let mut stale = 0;
+    for &(task, x, y) in latest.keys() {
+        // Each pair once, and only with both orderings judged.
+        if x >= y || !latest.contains_key(&(task, y, x)) {
+            continue;
+        }
+        let Some(row) = rows.get(&(task, x, y)) else {
+            stale += 1;
+            continue;
+        };
+        if row.by_failure {
+            continue;
+        }
+        let (a, b) = (row.model_a.as_str(), row.model_b.as_str());
+        let flat = |v: Option<Option<crate::verdict::Verdict>>| v.flatten();
+        let (winner, flipped) =
+            crate::judging::combine(flat(verdict(task, a, b)), flat(verdict(task, b, a)));
+        if (winner, flipped) != (row.winner, row.flipped) {
+            stale += 1;
+        }
+    }
+    stale
 }
 
 /// What the leaderboard must say of comparisons decided by a failed generation (the failed

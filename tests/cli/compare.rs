@@ -333,6 +333,57 @@ fn unknown_judge_and_missing_run_are_usage_errors() {
     assert_eq!(server.count(), 0);
 }
 
+/// Regression: a compare stopped hard (`kill -9`, say during `--retry-failed`) leaves new
+/// verdicts in judgments.jsonl that comparisons.jsonl (rewritten at the end) does not show, and
+/// `rank` ranked the old comparisons without a word.
+#[test]
+fn rank_says_when_judgments_are_ahead_of_comparisons() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let warned = |p: &Project| {
+        let out = quick_rank(p);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        text(&out).contains("judgments.jsonl has verdicts for")
+    };
+    assert!(!warned(&p), "no warning after a finished compare");
+    // As a stopped compare leaves them: a later verdict appended for one ordering of a pair
+    // (flipping that comparison), and a pair whose comparison was not written yet.
+    let judgments = p.jsonl("runs/r/judgments.jsonl");
+    let mut later = judgments[0].clone();
+    later["verdict"] = if later["verdict"] == "1" { "2" } else { "1" }.into();
+    let mut appended = p.read("runs/r/judgments.jsonl");
+    appended.push_str(&format!("{later}\n"));
+    p.write("runs/r/judgments.jsonl", &appended);
+    let out = quick_rank(&p);
+    assert!(
+        text(&out).contains("judgments.jsonl has verdicts for 1 comparison(s) that comparisons.jsonl does not show yet"),
+        "{}",
+        text(&out)
+    );
+    let comparisons = p.read("runs/r/comparisons.jsonl");
+    let other_task = if later["task"] == "t01" { "t02" } else { "t01" };
+    let kept: Vec<&str> = comparisons
+        .lines()
+        .filter(|l| !l.contains(&format!("\"task\":\"{other_task}\"")))
+        .collect();
+    assert_eq!(kept.len(), 2);
+    p.write("runs/r/comparisons.jsonl", &(kept.join("\n") + "\n"));
+    let out = quick_rank(&p);
+    assert!(
+        text(&out).contains("judgments.jsonl has verdicts for 2 comparison(s)"),
+        "{}",
+        text(&out)
+    );
+    // Compare brings them in from the recorded verdicts, with no new call.
+    let calls = server.count();
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), calls);
+    assert!(!warned(&p));
+}
+
 #[test]
 fn failed_generation_loses_without_asking_the_judge() {
     let server = FakeServer::start(marker_judge);
