@@ -58,7 +58,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     // Everything that can be refused is checked before anything is written.
     let config = load_config(&cli.config)?;
     let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
-    let models = select_models(&config, &args.models)?;
+    let mut models = select_models(&config, &args.models)?;
     refuse_missing_answer_sets(&config, &suite, &models)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     let now = UtcDateTime::from_system(SystemTime::now());
@@ -93,6 +93,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             ))
             .into());
         }
+        keep_recorded_prices(&mut models, &old, &has_records);
         // The suite is the same: a run recorded with the hash over answers/ too, or without
         // file digests, is brought up to date (later answer sets can join it, and a later
         // change is named).
@@ -433,12 +434,49 @@ fn finish(
     }
 }
 
+/// The prices a run's answered models were costed at stay theirs: a model of `models` with
+/// outputs in run `old` whose price judge.toml has since changed takes the run's price back,
+/// with a note, so that every cost of the run (records, summaries, leaderboard) is at one
+/// price. A new run takes the new prices (the cache answers it at no cost).
+fn keep_recorded_prices(
+    models: &mut [ModelConfig],
+    old: &Manifest,
+    has_records: &dyn Fn(&str) -> bool,
+) {
+    let price = |m: &ModelConfig| match (m.price_input_per_mtok, m.price_output_per_mtok) {
+        (Some(i), Some(o)) => format!("${i}/${o} per million input/output tokens"),
+        _ => "unpriced".to_string(),
+    };
+    for m in models.iter_mut().filter(|m| has_records(&m.id)) {
+        let Some(o) = old.models.iter().find(|o| o.id == m.id) else {
+            continue;
+        };
+        let recorded = (o.price_input_per_mtok, o.price_output_per_mtok);
+        if recorded != (m.price_input_per_mtok, m.price_output_per_mtok) {
+            eprintln!(
+                "note: judge.toml gives model `{}` {}, and run `{}` costed its outputs {}: the run keeps its price so that its costs add up; start a new run for the new price (the cache answers it without new calls)",
+                m.id,
+                price(m),
+                old.run,
+                price(o)
+            );
+            (m.price_input_per_mtok, m.price_output_per_mtok) = recorded;
+        }
+    }
+}
+
 fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[ModelConfig]) {
     for m in models {
-        // A model re-pointed before it had any output takes its new entry, in its place
-        // (the order decides each pair's model_a and model_b).
+        // A model re-pointed (or repriced) before it had any output takes its new entry, in
+        // its place (the order decides each pair's model_a and model_b); an answered model's
+        // price is the run's already (`keep_recorded_prices`).
         match manifest.models.iter_mut().find(|o| o.id == m.id) {
-            Some(entry) if entry.model != m.model || entry.provider != m.provider => {
+            Some(entry)
+                if entry.model != m.model
+                    || entry.provider != m.provider
+                    || entry.price_input_per_mtok != m.price_input_per_mtok
+                    || entry.price_output_per_mtok != m.price_output_per_mtok =>
+            {
                 *entry = m.clone();
             }
             Some(_) => {}

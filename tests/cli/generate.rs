@@ -900,3 +900,68 @@ fn an_answer_edited_after_the_run_answered_is_named() {
     assert!(p.read("runs/r/outputs.jsonl").contains("first answer"));
     assert!(!p.read("runs/r/outputs.jsonl").contains("second thoughts"));
 }
+
+/// Regression: a price changed in judge.toml after a model answered made the run cost its
+/// outputs at two prices (new records at the new one), while the generate summary read the
+/// new price and the leaderboard the run's. An answered model keeps the run's price, with a
+/// note; a model with no outputs yet takes the new one.
+#[test]
+fn an_answered_model_keeps_the_price_the_run_costed_it_at() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let failing = Arc::new(AtomicBool::new(true));
+    let fail = failing.clone();
+    let server = FakeServer::start(move |req, n| {
+        let beta_t02 = req.body["model"] == "beta-1" && req.user_text().contains("number 2");
+        if beta_t02 && fail.load(Ordering::SeqCst) {
+            Reply::Http(400, vec![], r#"{"error":{"message":"bad request"}}"#.into())
+        } else {
+            echo(req, n)
+        }
+    });
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "beta"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // Beta (unpriced when it answered) and alpha (no outputs yet) get new prices.
+    let repriced = config(&server.url, "")
+        .replace("price_input_per_mtok = 1.0", "price_input_per_mtok = 3.0")
+        .replace(
+            "family = \"beta-labs\"",
+            "family = \"beta-labs\"\nprice_input_per_mtok = 5.0\nprice_output_per_mtok = 5.0",
+        );
+    p.write("judge.toml", &repriced);
+    failing.store(false, Ordering::SeqCst);
+    let out = p.run(&["generate", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("note: judge.toml gives model `beta` $5/$5 per million input/output tokens, and run `r` costed its outputs unpriced"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("model `alpha`"), "{}", text(&out));
+    for r in p.jsonl("runs/r/outputs.jsonl") {
+        match r["model"].as_str().unwrap() {
+            "beta" => assert!(r["cost_usd"].is_null(), "beta stays unpriced: {r}"),
+            _ => assert!(
+                (r["cost_usd"].as_f64().unwrap() - 0.0004).abs() < 1e-12,
+                "alpha at its new $3 in, $2 out: {r}"
+            ),
+        }
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    let entry = |id: &str| {
+        manifest["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        entry("beta")["price_input_per_mtok"].is_null(),
+        "{manifest}"
+    );
+    assert_eq!(entry("alpha")["price_input_per_mtok"], 3.0, "{manifest}");
+}
