@@ -10,6 +10,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
+/// What the first signal's message says happens next (see [`say_on_stop`]).
+static NEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+const FINISH_IN_FLIGHT: &str = "finishing the work in flight (press Ctrl-C again to quit at once)";
+
+/// Makes the message the first signal prints (once [`install`]ed) say `next`, what happens
+/// now, instead of "finishing the work in flight": for a command with no items in flight,
+/// such as a labelling session. The first call's `next` holds.
+pub fn say_on_stop(next: String) {
+    let _ = NEXT.set(next);
+}
 
 /// Starts listening for SIGINT and SIGTERM (once per process; later calls do nothing). Returns after the
 /// listener is registered, so a Ctrl-C from then on is never lost.
@@ -57,7 +67,8 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
             // Not `eprintln!`: a stderr that cannot be written must not end the process here.
             let _ = writeln!(
                 std::io::stderr(),
-                "\nstopping ({what}): finishing the work in flight (press Ctrl-C again to quit at once)"
+                "\nstopping ({what}): {}",
+                NEXT.get().map_or(FINISH_IN_FLIGHT, String::as_str)
             );
             REQUESTED.store(true, Ordering::SeqCst);
             let again = tokio::select! {

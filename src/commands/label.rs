@@ -432,6 +432,10 @@ fn session(cli: &Cli, run: &str, labeller: &str, reveal: bool) -> anyhow::Result
         }
         appender.as_mut().expect("opened").append(record)
     };
+    // A signal from outside ends a terminal session (see `enter_cbreak`): say what that means.
+    crate::interrupt::say_on_stop(format!(
+        "every label so far is saved; the session ends (resume with: judge label --run {run} --labeller {labeller})"
+    ));
     let mut keys = Keys::new();
     let clear_screen = std::io::stdout().is_terminal();
     let mut notice = String::new();

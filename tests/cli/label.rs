@@ -903,6 +903,13 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/tom.jsonl").len(), 1);
+    // `script` puts the session's stderr on its stdout (the terminal).
+    assert!(
+        text(&out).contains("stopping (SIGTERM): every label so far is saved; the session ends (resume with: judge label --run r --labeller tom)")
+            && !text(&out).contains("work in flight"),
+        "{}",
+        text(&out)
+    );
     let out = in_terminal("amy", &["\x03"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
