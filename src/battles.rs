@@ -96,8 +96,10 @@ struct OwnedRow<'a> {
 
 /// `flipped` and `by_failure` of a row of judge's own comparisons, read apart from the row
 /// (so that a row is accepted or refused for its battle fields alone, as any other field is
-/// only checked to be JSON): a value that is not `true` reads as false.
-fn own_flags(line: &[u8]) -> (bool, bool) {
+/// only checked to be JSON). `flipped` is `None` unless it is `true` or `false` (a row that
+/// does not say cannot count for or against the order-flip rate); a `by_failure` that is not
+/// `true` reads as false.
+fn own_flags(line: &[u8]) -> (Option<bool>, bool) {
     // Each read on its own: one odd value does not lose the other.
     #[derive(Deserialize)]
     struct Flipped {
@@ -109,15 +111,18 @@ fn own_flags(line: &[u8]) -> (bool, bool) {
         #[serde(default)]
         by_failure: Option<bool>,
     }
-    let flipped = serde_json::from_slice::<Flipped>(line).is_ok_and(|f| f.flipped == Some(true));
+    let flipped = serde_json::from_slice::<Flipped>(line)
+        .ok()
+        .and_then(|f| f.flipped);
     let by_failure =
         serde_json::from_slice::<ByFailure>(line).is_ok_and(|f| f.by_failure == Some(true));
     (flipped, by_failure)
 }
 
 /// Judged and flipped comparisons of a file of judge's own comparisons: those whose both
-/// orderings gave a verdict (not failed, not decided by a failed generation), and of them
-/// those whose two verdicts disagreed. The order-flip rate is their ratio.
+/// orderings gave a verdict (not failed, not decided by a failed generation) and that say
+/// whether they flipped, and of them those whose two verdicts disagreed. The order-flip rate
+/// is their ratio.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Flips {
     pub judged: u64,
@@ -126,7 +131,8 @@ pub struct Flips {
 
 impl Flips {
     /// Counts one row of judge's own format.
-    fn note(&mut self, winner: &[u8], flipped: bool, by_failure: bool) {
+    fn note(&mut self, winner: &[u8], flipped: Option<bool>, by_failure: bool) {
+        let Some(flipped) = flipped else { return };
         if by_failure || winner == b"failed" {
             return;
         }

@@ -589,7 +589,8 @@ fn blocks_are_joined_in_file_order_whatever_order_they_arrive_in() {
 /// judge's own comparisons carry `flipped`: the file's order-flip rate counts the judged ones
 /// (neither failed nor decided by failure), with or without escapes in the row; an Arena
 /// file's `flipped` of another type, or one serde_json cannot hold, is not read, on either
-/// path.
+/// path; a row without a readable `flipped` counts neither way (a file whose rows never say
+/// has no rate, not 0).
 #[test]
 fn flips_of_judges_own_comparisons_are_counted() {
     let text = concat!(
@@ -635,16 +636,27 @@ fn flips_of_judges_own_comparisons_are_counted() {
     );
     let (_, rows, _, flips) =
         parse_battles_judged(odd.as_bytes(), BootstrapUnit::Comparison).expect("parses");
-    assert_eq!(
-        (rows.len(), flips),
-        (
-            3,
-            Flips {
-                judged: 1,
-                flipped: 0
-            }
-        )
+    assert_eq!((rows.len(), flips), (3, Flips::default()));
+    // Regression: rows that never say whether they flipped gave a rate of 0.000.
+    let silent = concat!(
+        r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"model_a"}"#,
+        "\n",
+        r#"{"task":"t2","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":true}"#,
+        "\n",
+        r#"{"task":"t3","judge":"j","model_a":"a","model_b":"b","winner":"model_b"}"#,
+        "\n",
     );
+    let (_, _, _, flips) =
+        parse_battles_judged(silent.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(flips.rate(), Some(1.0), "only the row that says counts");
+    let silent: String = silent
+        .lines()
+        .filter(|l| !l.contains("flipped"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (_, _, _, flips) =
+        parse_battles_judged(silent.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(flips.rate(), None);
     // One odd flag does not lose the other: a by-failure row stays out of the rate.
     let one_odd = r#"{"task":"t","judge":"j","model_a":"a","model_b":"b","winner":"model_a","flipped":"no","by_failure":true}"#;
     let (_, _, _, flips) =
