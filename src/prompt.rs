@@ -14,7 +14,7 @@
 //!
 //! | placeholder | count | where | filled with |
 //! |---|---|---|---|
-//! | `{{suite_guidance}}` | exactly 1, alone on its line | either message | the suite's `context`, a blank line, its `criteria` (trimmed; an empty part is left out) |
+//! | `{{suite_guidance}}` | exactly 1, alone on its line | either message | the suite's `context` and `criteria`, each introduced by a line saying what it is (trimmed; an empty part is left out with its introduction; see [`suite_guidance`]) |
 //! | `{{task}}` | exactly 1, alone on its line | user | the task prompt inside a `TASK` fence |
 //! | `{{answer_1}}` | exactly 1, alone on its line | user | the answer shown first inside an `ANSWER_1` fence |
 //! | `{{answer_2}}` | exactly 1, after `{{answer_1}}`, alone on its line | user | the answer shown second inside an `ANSWER_2` fence |
@@ -603,13 +603,22 @@ fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
 }
 
 /// The suite slot: trimmed context, a blank line, trimmed criteria; empty parts left out.
-/// The suite's part of the judge prompt: its `context`, a blank line, its `criteria` (each
-/// trimmed; an empty part left out). Labellers are shown the same text.
+/// The suite's part of the judge prompt: its `context`, introduced as what the answering
+/// models were told (it is written to them: "You are answering…"), then its `criteria`,
+/// introduced as what makes an answer better; each trimmed, an empty part left out with its
+/// introduction. Labellers are shown the same text.
 pub fn suite_guidance(context: &str, criteria: &str) -> String {
-    let parts: Vec<&str> = [context.trim(), criteria.trim()]
-        .into_iter()
-        .filter(|part| !part.is_empty())
-        .collect();
+    let parts: Vec<String> = [
+        (
+            "The answers were written to this brief, which every model was given:",
+            context,
+        ),
+        ("What makes one answer better than another:", criteria),
+    ]
+    .into_iter()
+    .filter(|(_, part)| !part.trim().is_empty())
+    .map(|(intro, part)| format!("{intro}\n\n{}", part.trim()))
+    .collect();
     parts.join("\n\n")
 }
 

@@ -40,7 +40,7 @@ fn shipped_template_parses_and_renders_blind() {
     assert!(
         prompt
             .system
-            .contains("Beginner Python questions.\n\nCorrect code first")
+            .contains("given:\n\nBeginner Python questions.\n\nWhat makes one answer better than another:\n\nCorrect code first")
     );
     assert!(
         prompt
@@ -123,7 +123,10 @@ fn substitution_is_single_pass() {
         nonce: NONCE,
     };
     let prompt = render(&parse(MINIMAL), &inp);
-    assert_eq!(prompt.system, "Judge.\n{{answer_1}}\n\n{{task}}");
+    assert_eq!(
+        prompt.system,
+        "Judge.\nThe answers were written to this brief, which every model was given:\n\n{{answer_1}}\n\nWhat makes one answer better than another:\n\n{{task}}"
+    );
     let expected_user = format!(
         "Code {NONCE}.\n\
              <<<TASK {NONCE}>>>\n{{{{answer_1}}}} and {{{{nonce}}}}\n<<<END_TASK {NONCE}>>>\n\
@@ -158,12 +161,17 @@ fn fenced_values_are_verbatim_except_trailing_line_breaks() {
 
 #[test]
 fn suite_guidance_joins_trimmed_context_and_criteria() {
+    const BRIEF: &str = "The answers were written to this brief, which every model was given:";
+    const BETTER: &str = "What makes one answer better than another:";
+    let both = format!("{BRIEF}\n\nctx\n\n{BETTER}\n\ncrit");
+    let only_criteria = format!("{BETTER}\n\ncrit");
+    let only_context = format!("{BRIEF}\n\nctx");
     let cases = [
-        ("ctx", "crit", "ctx\n\ncrit"),
-        ("  ctx \n", "\n crit\n", "ctx\n\ncrit"),
-        ("", "crit", "crit"),
-        (" \n ", "crit", "crit"),
-        ("ctx", "", "ctx"),
+        ("ctx", "crit", both.as_str()),
+        ("  ctx \n", "\n crit\n", both.as_str()),
+        ("", "crit", only_criteria.as_str()),
+        (" \n ", "crit", only_criteria.as_str()),
+        ("ctx", "", only_context.as_str()),
     ];
     for (context, criteria, expected) in cases {
         assert_eq!(suite_guidance(context, criteria), expected);
@@ -279,7 +287,7 @@ fn sha256_hex_matches_the_standard_test_vector() {
 fn template_sha256_fills_only_the_suite_slot() {
     let template = parse(MINIMAL);
     let (hash, text) = template_sha256(&template, "ctx", "crit");
-    let expected = "---system---\nJudge.\nctx\n\ncrit\n---user---\n\
+    let expected = "---system---\nJudge.\nThe answers were written to this brief, which every model was given:\n\nctx\n\nWhat makes one answer better than another:\n\ncrit\n---user---\n\
                         Code {{nonce}}.\n{{task}}\n{{answer_1}}\n{{answer_2}}\nReply.\n";
     assert_eq!(text, expected);
     assert_eq!(hash, to_hex(&Sha256::digest(expected.as_bytes())));
@@ -488,7 +496,11 @@ fn parse_allows_the_suite_slot_in_the_user_message_and_nonce_anywhere() {
                      {{task}}\n{{nonce}}{{nonce}}\n{{answer_1}}\n{{answer_2}}";
     let prompt = render(&parse(moved), &input("a", "b"));
     assert_eq!(prompt.system, format!("Judge {NONCE}."));
-    assert!(prompt.user.starts_with("Beginner Python questions."));
+    assert!(
+        prompt
+            .user
+            .starts_with("The answers were written to this brief, which every model was given:\n\nBeginner Python questions.")
+    );
     assert!(prompt.user.contains(&format!("\n{NONCE}{NONCE}\n")));
 }
 

@@ -126,6 +126,12 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
     let (prompt_sha256, prompt_text) =
         template_sha256(&template, &inputs.suite.context, &inputs.suite.criteria);
+    refuse_changed_prompt(
+        &existing,
+        &inputs.judges,
+        &prompt_sha256,
+        inputs.run_dir.name(),
+    )?;
 
     inputs.run_dir.create_and_lock()?;
     crate::interrupt::install();
@@ -257,6 +263,34 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
 /// The ids of the judges with judgments in `records`.
 pub(crate) fn judged_by(records: &[JudgmentRecord]) -> BTreeSet<String> {
     records.iter().map(|r| r.judge.clone()).collect()
+}
+
+/// The judge prompt, like the judge's settings, is not mixed within a run: an LLM judge whose
+/// judgments in the run (`existing`) used another prompt than this version renders
+/// (`prompt_sha256`, from the tool's template and the suite) is refused.
+pub(crate) fn refuse_changed_prompt(
+    existing: &[JudgmentRecord],
+    judges: &[Judge],
+    prompt_sha256: &str,
+    run: &str,
+) -> anyhow::Result<()> {
+    for judge in judges {
+        let Judge::Llm(m) = judge else { continue };
+        if let Some(other) = existing
+            .iter()
+            .find(|r| r.judge == m.id && r.prompt_sha256 != prompt_sha256)
+        {
+            return Err(JudgeError::usage(format!(
+                "judge `{}` judged run `{run}` with prompt {} (runs/{run}/prompts/{}.md), and this version of judge renders prompt {}: judgments from two prompts cannot be mixed in one run; judge into a new run (the outputs come back from the cache)",
+                m.id,
+                crate::short_hash(&other.prompt_sha256),
+                other.prompt_sha256,
+                crate::short_hash(prompt_sha256)
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Judgments made under different settings are not mixed in one run: a judge with judgments

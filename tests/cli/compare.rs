@@ -695,6 +695,18 @@ fn rank_warns_when_one_judge_used_two_prompts() {
         "{}",
         text(&out)
     );
+    // Compare refuses to add judgments from another prompt (here, a version of judge that
+    // rendered `000…`) to those, as it refuses another temperature or cap.
+    let calls = server.count();
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("judge `judge-1` judged run `r` with prompt 0000000000")
+            && text(&out).contains("judgments from two prompts cannot be mixed in one run"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), calls);
 }
 
 #[test]

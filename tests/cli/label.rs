@@ -301,7 +301,7 @@ fn undo_skip_reveal_and_resume_after_kill() {
     // The labeller is given the standard the judge was given.
     assert!(
         screen.contains(
-            "WHAT \"BETTER\" MEANS (as the judge was told)\n\nAnswer in Python.\n\nCorrect code wins.\n\nTASK"
+            "WHAT \"BETTER\" MEANS (as the judge was told)\n\nThe answers were written to this brief, which every model was given:\n\nAnswer in Python.\n\nWhat makes one answer better than another:\n\nCorrect code wins.\n\nTASK"
         ),
         "{screen}"
     );
@@ -347,7 +347,10 @@ fn export_is_blind_and_import_validates_every_row() {
         .records()
         .map(|r| r.unwrap().iter().map(String::from).collect())
         .collect();
-    assert_eq!(rows[0][2], "Answer in Python.\n\nCorrect code wins.");
+    assert_eq!(
+        rows[0][2],
+        "The answers were written to this brief, which every model was given:\n\nAnswer in Python.\n\nWhat makes one answer better than another:\n\nCorrect code wins."
+    );
     let sheet_of = |rows: &[Vec<String>]| {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(&header).unwrap();
