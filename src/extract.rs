@@ -95,7 +95,8 @@ pub fn extract_code(reply: &str, wanted: &[String]) -> Option<String> {
 /// The names a check takes from the solution module, in order of first
 /// appearance without repeats: those of every `from solution import a, b as c`
 /// (parenthesised and continued lines too; `*` names none) and, when the check
-/// has an `import solution` statement, every `solution.name` it mentions.
+/// has an `import solution` statement, every `solution.name` it mentions
+/// (dunders such as `solution.__file__` and paths in strings left out).
 ///
 /// Crude by design (no Python parser): a name found in a string or comment
 /// only means no block defines them all, and the last block is taken as
@@ -103,7 +104,9 @@ pub fn extract_code(reply: &str, wanted: &[String]) -> Option<String> {
 pub fn solution_names(check: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let mut push = |name: &str| {
-        if is_identifier(name) && !names.iter().any(|n| n == name) {
+        // A dunder (`solution.__file__`) is the module's own, not the answer's.
+        let dunder = name.len() > 4 && name.starts_with("__") && name.ends_with("__");
+        if is_identifier(name) && !dunder && !names.iter().any(|n| n == name) {
             names.push(name.to_string());
         }
     };
@@ -111,35 +114,43 @@ pub fn solution_names(check: &str) -> Vec<String> {
     let mut imports_module = false;
     let mut i = 0;
     while i < lines.len() {
-        let stmt = lines[i].trim();
+        let line = strip_comment(lines[i]);
         i += 1;
-        if let Some(rest) = stmt.strip_prefix("import ") {
-            imports_module |= rest
-                .split(',')
-                .any(|m| m.split_whitespace().next() == Some("solution"));
-            continue;
-        }
-        let Some(rest) = stmt
-            .strip_prefix("from ")
-            .and_then(|r| r.trim_start().strip_prefix("solution"))
-            .and_then(|r| r.trim_start().strip_prefix("import"))
-        else {
-            continue;
-        };
-        // Gather the whole statement: a parenthesised list or `\` continuations.
-        let mut list = strip_comment(rest).to_string();
-        let open = list.contains('(');
-        while (open && !list.contains(')')) || (!open && list.trim_end().ends_with('\\')) {
-            let Some(next) = lines.get(i) else { break };
-            i += 1;
-            list = list.trim_end().trim_end_matches('\\').to_string();
-            list.push(' ');
-            list.push_str(strip_comment(next));
-        }
-        for item in list.split([',', '(', ')', '\\']) {
-            // `a as b` takes `a` from the solution.
-            if let Some(name) = item.split_whitespace().next() {
-                push(name);
+        // Statements on one line are separated by `;`; only the last can go on.
+        let statements: Vec<&str> = line.split(';').collect();
+        for (k, stmt) in statements.iter().enumerate() {
+            let stmt = stmt.trim();
+            if let Some(rest) = stmt.strip_prefix("import ") {
+                imports_module |= rest
+                    .split(',')
+                    .any(|m| m.split_whitespace().next() == Some("solution"));
+                continue;
+            }
+            let Some(rest) = stmt
+                .strip_prefix("from ")
+                .and_then(|r| r.trim_start().strip_prefix("solution"))
+                .and_then(|r| r.trim_start().strip_prefix("import"))
+            else {
+                continue;
+            };
+            // Gather the whole statement: a parenthesised list or `\` continuations.
+            let mut list = rest.to_string();
+            let open = list.contains('(');
+            let last = k + 1 == statements.len();
+            while last
+                && ((open && !list.contains(')')) || (!open && list.trim_end().ends_with('\\')))
+            {
+                let Some(next) = lines.get(i) else { break };
+                i += 1;
+                list = list.trim_end().trim_end_matches('\\').to_string();
+                list.push(' ');
+                list.push_str(strip_comment(next).split(';').next().unwrap_or(""));
+            }
+            for item in list.split([',', '(', ')', '\\']) {
+                // `a as b` takes `a` from the solution.
+                if let Some(name) = item.split_whitespace().next() {
+                    push(name);
+                }
             }
         }
     }
@@ -147,8 +158,10 @@ pub fn solution_names(check: &str) -> Vec<String> {
         for line in &lines {
             let code = strip_comment(line);
             for (at, _) in code.match_indices("solution.") {
+                // Not part of a longer name, an attribute, or a path in a string
+                // (`"solution.py"`, `'./solution.py'`).
                 let before = code[..at].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                if before.is_some_and(|c| c.is_alphanumeric() || "_.\"'/\\".contains(c)) {
                     continue;
                 }
                 let rest = &code[at + "solution.".len()..];
@@ -162,38 +175,27 @@ pub fn solution_names(check: &str) -> Vec<String> {
     names
 }
 
-/// Whether the block's top level (unindented lines) defines `name`: `def`,
-/// `async def` or `class` of that name, an assignment or annotation to it
-/// (`name = …`, `name: T = …`, `a, name = …`), or an import binding it.
+/// Whether the block defines `name`: a `def`, `async def` or `class` of that
+/// name at any indentation (a solution may define it under `if` or `try`), or
+/// an unindented assignment or annotation to it whose value does not use it
+/// (`name = …`, `name: T = …`, `a, name = …`; not `name = cache(name)`, which
+/// rewraps a definition made elsewhere). An import does not define it: a usage
+/// block's `from mymodule import name` only refers to the solution.
 pub fn defines(lines: &[String], name: &str) -> bool {
     lines.iter().any(|line| {
-        if line.starts_with([' ', '\t']) {
-            return false;
-        }
         let code = strip_comment(line).trim_end();
-        let head = code
+        let stmt = code.trim_start();
+        let head = stmt
             .strip_prefix("async ")
             .map(str::trim_start)
-            .unwrap_or(code);
+            .unwrap_or(stmt);
         for keyword in ["def ", "class "] {
             if let Some(rest) = head.strip_prefix(keyword) {
                 return leading_identifier(rest.trim_start()) == name;
             }
         }
-        if code.starts_with("import ") || code.starts_with("from ") {
-            let bound = code
-                .split_once(" import ")
-                .map_or(code.strip_prefix("import ").unwrap_or(""), |(_, names)| {
-                    names
-                });
-            return bound.split([',', '(', ')']).any(|item| {
-                let words: Vec<&str> = item.split_whitespace().collect();
-                match words.as_slice() {
-                    [_, "as", alias] => *alias == name,
-                    [single] => single.split('.').next() == Some(name),
-                    _ => false,
-                }
-            });
+        if line.starts_with([' ', '\t']) {
+            return false;
         }
         // An assignment target: the text before the first `=` that is not
         // part of `==`, `<=`, `>=`, `!=`, split on commas, annotations cut.
@@ -202,11 +204,20 @@ pub fn defines(lines: &[String], name: &str) -> bool {
                 .split_once(':')
                 .is_some_and(|(target, _)| target.trim() == name);
         };
-        code[..eq].split(',').any(|t| {
+        let targets = code[..eq].split(',').any(|t| {
             let t = t.trim().trim_start_matches(['(', '[', '*']);
             let t = t.split(':').next().unwrap_or("");
             t.trim().trim_end_matches([')', ']']) == name
-        })
+        });
+        targets && !mentions(&code[eq + 1..], name)
+    })
+}
+
+/// Whether `code` holds `name` as an identifier of its own (not inside a longer one).
+fn mentions(code: &str, name: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    code.match_indices(name).any(|(at, _)| {
+        !ident(code[..at].chars().next_back()) && !ident(code[at + name.len()..].chars().next())
     })
 }
 
@@ -603,6 +614,47 @@ mod tests {
         );
     }
 
+    /// Regression (review): a usage block that imports the function from a module the
+    /// model named, or from `solution`, counted as defining it and won over the solution.
+    #[test]
+    fn a_usage_block_importing_the_name_does_not_define_it() {
+        for usage in [
+            "from bisect_tool import first_true\nprint(first_true(0, 9, f))",
+            "from solution import first_true\nassert first_true(0, 9, f) == 3",
+            "first_true = functools.cache(first_true)",
+        ] {
+            let r = format!(
+                "```python\ndef first_true(lo, hi, p):\n    return lo\n```\n```python\n{usage}\n```\n"
+            );
+            assert_eq!(
+                extract_code(&r, &names(&["first_true"])).unwrap(),
+                "def first_true(lo, hi, p):\n    return lo\n",
+                "{usage}"
+            );
+        }
+    }
+
+    /// Regression (review): a fix that defines the function under `if`/`try` lost to an
+    /// earlier block quoting the user's broken version at top level.
+    #[test]
+    fn a_later_block_defining_the_name_under_if_or_try_wins() {
+        let r = "Your code:\n```python\ndef write_atomic(p, b):\n    open(p, 'wb').write(b)\n```\nFixed:\n```python\nimport os\nif os.name == 'nt':\n    def write_atomic(p, b):\n        ...\nelse:\n    def write_atomic(p, b):\n        ...\n```\n";
+        let code = extract_code(r, &names(&["write_atomic"])).unwrap();
+        assert!(code.starts_with("import os\n"), "{code}");
+    }
+
+    #[test]
+    fn solution_names_skips_dunders_paths_and_reads_past_semicolons() {
+        let check = "import solution, os\nprint(solution.__file__, solution.__name__)\npath = \"solution.py\"; other = './solution.py'\nsolution.go()\n";
+        assert_eq!(solution_names(check), names(&["go"]));
+        assert_eq!(
+            solution_names(
+                "from solution import f; import os\nimport sys; from solution import g, h as i\n"
+            ),
+            names(&["f", "g", "h"])
+        );
+    }
+
     #[test]
     fn solution_names_reads_attribute_uses_only_after_import_solution() {
         let check = "import solution\nassert solution.merge(1) == solution.merge_all()\nx = mysolution.no\ny = a.solution.no\n# solution.commented\n";
@@ -626,17 +678,22 @@ mod tests {
             ("a, N = 1, 2", "N"),
             ("(a, N) = (1, 2)", "N"),
             ("f = lambda x: x", "f"),
-            ("from functools import reduce as f", "f"),
-            ("from x import (a, f)", "f"),
-            ("import f", "f"),
-            ("import os.path", "os"),
+            ("    def f(self):", "f"),
+            ("if True:\n    async def f():", "f"),
+            ("try:\n    class C:", "C"),
         ];
         for (code, name) in yes {
             assert!(defines(&lines(code), name), "{code} defines {name}");
         }
         let no = [
-            ("    def f():", "f"),
             ("def fx():", "f"),
+            ("from functools import reduce as f", "f"),
+            ("from x import (a, f)", "f"),
+            ("from solution import f", "f"),
+            ("import f", "f"),
+            ("f = cache(f)", "f"),
+            ("f: Callable = wraps(g)(f)", "f"),
+            ("    f = 1", "f"),
             ("f(x=1)", "f"),
             ("f == 1", "f"),
             ("f += 1", "f"),
@@ -645,7 +702,6 @@ mod tests {
             ("# def f():", "f"),
             ("if f: pass", "f"),
             ("f[0] = 1", "f"),
-            ("import os.path", "path"),
         ];
         for (code, name) in no {
             assert!(

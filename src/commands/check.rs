@@ -448,8 +448,14 @@ fn code_of(output: &OutputRecord, check: &str) -> Option<String> {
 /// A record of an output since regenerated (`--retry-failed`), of an edited check, or of an
 /// older runner (whose rules gave other verdicts) does not describe it.
 pub fn describes(record: &CheckRecord, output: &OutputRecord, check: &str) -> bool {
-    record.result != CheckOutcome::Error
-        && (record.runner == RUNNER_VERSION || record.result == CheckOutcome::NoCode)
+    record.result != CheckOutcome::Error && is_current(record, output, check)
+}
+
+/// Whether `record` is of `output`'s current code and `check` as they are now, decided by this
+/// runner (or without code), whatever its result: an `error` too, which [`describes`] leaves
+/// out so that it is tried again.
+pub fn is_current(record: &CheckRecord, output: &OutputRecord, check: &str) -> bool {
+    (record.runner == RUNNER_VERSION || record.result == CheckOutcome::NoCode)
         && record.check_sha256 == sha256_hex(check)
         && record.code_sha256 == code_of(output, check).as_deref().map(sha256_hex)
 }

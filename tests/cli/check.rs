@@ -792,3 +792,44 @@ fn run_refuses_a_sandbox_that_cannot_start_before_generating() {
     );
     assert!(!p.path().join("runs").exists(), "nothing was generated");
 }
+
+/// Regression (review): after `judge check --no-sandbox`, a check that ended in `error` (a
+/// check.py that does not compile) counted as missing, so the exec judge refused for good,
+/// asking for the `judge check` that had just written the same `error` again.
+#[test]
+fn an_error_check_after_no_sandbox_checks_does_not_block_the_exec_judge() {
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import solution\nassert solution.x == 1\n",
+    );
+    p.write(
+        "suites/demo/tasks/t02/check.py",
+        "import solution\nassert (\n",
+    );
+    for (set, x) in [("a", 1), ("b", 2)] {
+        for task in ["t01", "t02"] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{task}.md"),
+                &format!("```python\nx = {x}\n```"),
+            );
+        }
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["check", "--run", "r", "--no-sandbox"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failed comparisons, no refusal: {}",
+        text(&out)
+    );
+    let winners: Vec<String> = p
+        .jsonl("runs/r/comparisons.jsonl")
+        .iter()
+        .map(|c| format!("{}:{}", c["task"], c["winner"]).replace('"', ""))
+        .collect();
+    assert_eq!(winners, ["t01:model_a", "t02:failed"]);
+}
