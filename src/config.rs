@@ -414,12 +414,13 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
     for (i, j) in judges.iter().enumerate() {
         if let Some(other) = judges[..i]
             .iter()
-            .find(|o| leaderboard_stem(&o.id) == leaderboard_stem(&j.id))
+            // Case too: macOS and Windows file systems ignore it.
+            .find(|o| leaderboard_stem(&o.id).eq_ignore_ascii_case(&leaderboard_stem(&j.id)))
         {
             return Err(err(
                 &format!("judges[{i}].id"),
                 format!(
-                    "judges `{}` and `{}` would share the leaderboard file leaderboards/{}.* (`/` and `:` become `_` in file names); rename one",
+                    "judges `{}` and `{}` would share the leaderboard file leaderboards/{}.* (`/` and `:` become `_` in file names, and many file systems ignore case); rename one",
                     other.id,
                     j.id,
                     leaderboard_stem(&j.id)

@@ -133,6 +133,11 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             }
             _ => String::new(),
         };
+        // What was found before the fit failed still explains the run (comparisons missing,
+        // judgments not brought in).
+        for w in &input.warnings {
+            eprintln!("warning: {}", crate::report::printable(w));
+        }
         JudgeError::usage(format!("cannot rank {}: {e}{hint}", input.header.source))
     })?;
     fitted.warnings.splice(0..0, input.warnings);
@@ -343,7 +348,7 @@ fn from_run(
         let stale = unreflected_judgments(&mine, &judgments, &judge);
         if stale > 0 {
             warnings.push(format!(
-                "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` to bring them in (recorded verdicts make no new calls)"
+                "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` (with `{judge}` in judge.toml) to bring them in (recorded verdicts make no new calls)"
             ));
         }
         for j in judgments.into_iter().filter(|j| j.judge == judge) {

@@ -222,6 +222,8 @@ fn judges_whose_leaderboard_files_would_collide_are_refused() {
             ),
         "{e}"
     );
+    let e = error_of(&format!("{GOOD}{}{}", judge("Org_J"), judge("org/j")));
+    assert!(e.contains("judges `Org_J` and `org/j` would share"), "{e}");
     let text = format!("{GOOD}{}{}", judge("org/j"), judge("org-j"));
     assert!(parse_config("judge.toml", &text).is_ok());
 }

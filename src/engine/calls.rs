@@ -77,19 +77,16 @@ pub async fn cached_call(
         .post_json(request, &move || s.is_stopping(), stop.deadline())
         .await;
     result.attempts = attempts;
-    let parsed = sent
-        .and_then(|bytes| {
-            let value: Value = serde_json::from_slice(&bytes).map_err(|_| {
-                parse_reply(kind, &bytes).expect_err("bytes that are not JSON never parse")
-            })?;
-            parse_reply_value(kind, &value).map(|reply| (reply, value))
-        })
-        .map_err(|mut e| {
-            // Every message that may quote the body is recorded or printed: a short key too
-            // is taken out of it (replies keep it, see `redact_message`).
-            e.message = http.redact_message(&e.message);
-            e
-        });
+    let parse = |bytes: &[u8]| -> Result<(ChatReply, Value), ProviderError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|_| {
+            parse_reply(kind, bytes).expect_err("bytes that are not JSON never parse")
+        })?;
+        parse_reply_value(kind, &value).map(|reply| (reply, value))
+    };
+    // A body that is no reply is told from with a short key taken out too (replies keep it,
+    // see `redact_error_body`), since the error quotes it.
+    let parsed =
+        sent.and_then(|bytes| parse(&bytes).or_else(|_| parse(&http.redact_error_body(&bytes))));
     match parsed {
         Ok((reply, value)) => {
             if let Err(e) = cache.put(&key, &canonical, &value) {

@@ -329,10 +329,17 @@ impl HttpProvider {
             if let Err(e) = super::parse_reply(self.config.kind, &bytes)
                 && e.class.is_retryable()
             {
-                return Err(e);
+                // Told from the body with a short key taken out too (it is no reply).
+                return Err(
+                    super::parse_reply(self.config.kind, &self.redact_error_body(&bytes))
+                        .err()
+                        .unwrap_or(e),
+                );
             }
             return Ok(bytes);
         }
+        // An error body loses a short key too before anything quotes it.
+        let bytes = self.redact_error_body(&bytes);
         let mut err = classify_status(self.config.kind, status, &String::from_utf8_lossy(&bytes));
         err.retry_after = retry_after.or(err.retry_after);
         err.message = self.explain(&err, request);
@@ -432,18 +439,32 @@ impl HttpProvider {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.redact_message(text)
+        String::from_utf8(self.redact_bytes(text.as_bytes()))
+            .expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
     }
 
-    /// An error message with the key replaced by `***`: a short key too (one under
-    /// [`MIN_REDACTED_KEY_LEN`] bytes, which replies keep), where it stands as a token of its
-    /// own ([`redact_short_key`]), as a server's "Incorrect API key provided: sk-1234" has it.
-    pub(crate) fn redact_message(&self, text: &str) -> String {
+    /// A body that is no reply (an error status, an error object, something that does not
+    /// parse), before anything quotes it: with a short key (under [`MIN_REDACTED_KEY_LEN`]
+    /// bytes, which replies keep) also replaced where it stands as a token of its own
+    /// ([`redact_short_key`]), as a server's "Incorrect API key provided: sk-1234" has it, in
+    /// the bytes and in a JSON body's decoded strings. Long keys are out already
+    /// ([`Self::redact_reply`]).
+    pub(crate) fn redact_error_body(&self, body: &[u8]) -> Vec<u8> {
         let Some(k) = &self.key else {
-            return text.to_string();
+            return body.to_vec();
         };
-        let bytes = redact_short_key(&redact_key(text.as_bytes(), k.expose()), k.expose());
-        String::from_utf8(bytes).expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
+        let key = k.expose();
+        let raw = redact_short_key(body, key);
+        // In the decoded strings too (a JSON-escaped echo); the body is re-serialised only
+        // when that took something out.
+        if let Ok(mut value) = serde_json::from_slice::<Value>(&raw) {
+            let before = value.clone();
+            redact_strings(&mut value, &|s| redact_short_key(s.as_bytes(), key));
+            if value != before {
+                return serde_json::to_vec(&value).expect("a JSON value serialises");
+            }
+        }
+        raw
     }
 
     /// Any text with the key replaced by `***`.
@@ -483,24 +504,29 @@ impl HttpProvider {
 
 /// [`redact_key`] on every string of `value`, object keys included.
 fn redact_json(value: &mut Value, key: &str) {
-    let redact = |s: &str| -> Option<String> {
-        let out = redact_key(s.as_bytes(), key);
+    redact_strings(value, &|s| redact_key(s.as_bytes(), key));
+}
+
+/// Every string of `value`, object keys included, through `redact` (bytes in, bytes out).
+fn redact_strings(value: &mut Value, redact: &dyn Fn(&str) -> Vec<u8>) {
+    let apply = |s: &str| -> Option<String> {
+        let out = redact(s);
         (out != s.as_bytes()).then(|| {
             String::from_utf8(out).expect("replacing a UTF-8 key with ASCII keeps UTF-8 valid")
         })
     };
     match value {
         Value::String(s) => {
-            if let Some(r) = redact(s) {
+            if let Some(r) = apply(s) {
                 *s = r;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, key)),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redact)),
         Value::Object(map) => {
             let entries = std::mem::take(map);
             for (k, mut v) in entries {
-                redact_json(&mut v, key);
-                map.insert(redact(&k).unwrap_or(k), v);
+                redact_strings(&mut v, redact);
+                map.insert(apply(&k).unwrap_or(k), v);
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
@@ -512,16 +538,20 @@ fn redact_json(value: &mut Value, key: &str) {
 /// would turn the JSON field `"text"` into `"te***t"`). Real provider keys are far longer.
 const MIN_REDACTED_KEY_LEN: usize = 8;
 
-/// Shortest key redacted in error messages (as a token of its own); shorter ones ("x", "no")
+/// Shortest key redacted in error bodies (as a token of its own); shorter ones ("x", "no")
 /// are placeholders, not secrets.
 const MIN_REDACTED_SHORT_KEY_LEN: usize = 4;
 
 /// `text` with each occurrence of a short `key` (from [`MIN_REDACTED_SHORT_KEY_LEN`] to under
-/// [`MIN_REDACTED_KEY_LEN`] bytes) that stands as a token of its own (no letter, digit, `_` or
-/// `-` right before or after it) replaced by `***`; other keys leave `text` as it is.
+/// [`MIN_REDACTED_KEY_LEN`] bytes, and not letters only: `none`, `null`, `EMPTY`, `ollama`
+/// are placeholders, and ordinary words in an error body) that stands as a token of its own
+/// (no letter, digit, `_` or `-` right before or after it) replaced by `***`; other keys
+/// leave `text` as it is.
 fn redact_short_key(text: &[u8], key: &str) -> Vec<u8> {
     let key = key.as_bytes();
-    if !(MIN_REDACTED_SHORT_KEY_LEN..MIN_REDACTED_KEY_LEN).contains(&key.len()) {
+    if !(MIN_REDACTED_SHORT_KEY_LEN..MIN_REDACTED_KEY_LEN).contains(&key.len())
+        || key.iter().all(u8::is_ascii_alphabetic)
+    {
         return text.to_vec();
     }
     let joins =
@@ -653,8 +683,13 @@ mod tests {
             red("retok1 tok1x tok1-2 a_tok1", "tok1"),
             "retok1 tok1x tok1-2 a_tok1"
         );
-        // Under four bytes: a placeholder; eight and more: redact_key's (everywhere).
+        // Under four bytes, or letters only: a placeholder; eight and more: redact_key's.
         assert_eq!(red("key abc", "abc"), "key abc");
+        assert_eq!(
+            red("\"param\": null, provider `ollama`", "null"),
+            "\"param\": null, provider `ollama`"
+        );
+        assert_eq!(red("provider `ollama`", "ollama"), "provider `ollama`");
         assert_eq!(red("key 12345678", "12345678"), "key 12345678");
     }
 

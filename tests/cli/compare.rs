@@ -384,6 +384,33 @@ fn rank_says_when_judgments_are_ahead_of_comparisons() {
     assert!(!warned(&p));
 }
 
+/// Regression (review): warnings found before the fit (here, verdicts not brought in) were
+/// lost when the fit then failed, though they explain why it did.
+#[test]
+fn rank_keeps_its_warnings_when_the_fit_fails() {
+    let server = FakeServer::start(|_, _| reply("I cannot decide."));
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // A later compare, killed before its end, got verdicts for both orderings of one pair.
+    let mut judgments = p.jsonl("runs/r/judgments.jsonl");
+    judgments.truncate(2);
+    let mut appended = p.read("runs/r/judgments.jsonl");
+    for mut j in judgments {
+        j["verdict"] = if j["order"] == "ab" { "1" } else { "2" }.into();
+        appended.push_str(&format!("{j}\n"));
+    }
+    p.write("runs/r/judgments.jsonl", &appended);
+    let out = quick_rank(&p);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot rank")
+            && text(&out).contains("warning: judgments.jsonl has verdicts for 1 comparison(s)"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn failed_generation_loses_without_asking_the_judge() {
     let server = FakeServer::start(marker_judge);

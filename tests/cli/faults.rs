@@ -969,7 +969,8 @@ fn a_short_key_echoed_in_an_error_is_redacted() {
             status,
             vec![],
             format!(
-                r#"{{"error":{{"message":"Incorrect API key provided: {SHORT}. Or context too long for key {SHORT}","type":"invalid_request_error"}}}}"#
+                r#"{{"error":{{"message":"Incorrect API key provided: {SHORT}. Or context too long for key {}","type":"invalid_request_error"}}}}"#,
+                SHORT.replace('-', "\\u002d")
             ),
         )
     });
