@@ -1,0 +1,223 @@
+//! The judge calls of a compare: which are still needed, grouped by provider, and one call
+//! (both attempts of one ordering) rendered, sent through the cache and parsed strictly.
+
+use super::*;
+
+/// Every call still needed: both orderings of every pair whose outputs are both ok, for each
+/// LLM judge, minus those already recorded (failed ones too unless `retry_failed`).
+pub(super) fn pending_calls(
+    ctx: &Ctx,
+    models: &[ModelConfig],
+    existing: &[JudgmentRecord],
+    retry_failed: bool,
+) -> Vec<Call> {
+    let mut done: BTreeMap<(&str, &str, &str, &str), bool> = BTreeMap::new();
+    for r in existing {
+        let failed = matches!(r.verdict, JudgmentVerdict::Failed(_));
+        done.insert(
+            (
+                r.task.as_str(),
+                r.judge.as_str(),
+                r.first.as_str(),
+                r.second.as_str(),
+            ),
+            failed,
+        );
+    }
+    let mut calls = Vec::new();
+    for (ji, judge) in ctx.judges.iter().enumerate() {
+        if matches!(judge, Judge::Exec) {
+            continue;
+        }
+        for (ti, task) in ctx.suite.tasks.iter().enumerate() {
+            for (i, a) in models.iter().enumerate() {
+                for b in &models[i + 1..] {
+                    if !both_ok(ctx, &task.id, &a.id, &b.id) {
+                        continue;
+                    }
+                    for order in [Order::Ab, Order::Ba] {
+                        let (first, second) = order.arrange((a.id.as_str(), b.id.as_str()));
+                        let retry = match done.get(&(task.id.as_str(), judge.id(), first, second)) {
+                            Some(false) => continue,
+                            Some(true) if !retry_failed => continue,
+                            Some(true) => true,
+                            None => false,
+                        };
+                        calls.push(Call {
+                            judge: ji,
+                            task: ti,
+                            model_a: a.id.clone(),
+                            model_b: b.id.clone(),
+                            order,
+                            retry,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    calls
+}
+
+pub(super) fn output_ok(ctx: &Ctx, task: &str, model: &str) -> bool {
+    ctx.outputs
+        .get(&(task.to_string(), model.to_string()))
+        .is_some_and(|o| o.status == Status::Ok)
+}
+
+pub(super) fn both_ok(ctx: &Ctx, task: &str, a: &str, b: &str) -> bool {
+    output_ok(ctx, task, a) && output_ok(ctx, task, b)
+}
+
+pub(super) fn group_by_provider(ctx: &Ctx, calls: Vec<Call>) -> Vec<Group<Call>> {
+    let mut by_provider: BTreeMap<String, Vec<Call>> = BTreeMap::new();
+    for call in calls {
+        let Judge::Llm(m) = &ctx.judges[call.judge] else {
+            continue;
+        };
+        by_provider
+            .entry(m.provider.clone())
+            .or_default()
+            .push(call);
+    }
+    by_provider
+        .into_iter()
+        .map(|(name, items)| Group {
+            concurrency: ctx.config.providers[&name].max_concurrency,
+            items,
+        })
+        .collect()
+}
+
+/// One judge call with one retry for an unparsable reply. `None` = stopped before finishing.
+pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
+    let Judge::Llm(judge) = &ctx.judges[call.judge] else {
+        unreachable!("only LLM judges make calls")
+    };
+    let task = &ctx.suite.tasks[call.task];
+    let (first, second) = call
+        .order
+        .arrange((call.model_a.as_str(), call.model_b.as_str()));
+    let text_of = |model: &str| {
+        ctx.outputs[&(task.id.clone(), model.to_string())]
+            .text
+            .clone()
+            .expect("ok outputs have text")
+    };
+    let (answer_1, answer_2) = (text_of(first), text_of(second));
+    let nonce = fence_nonce(
+        ctx.seed,
+        &task.id,
+        (&call.model_a, &call.model_b),
+        call.order,
+    );
+    let input = PairwiseInput {
+        task: &task.prompt,
+        answer_1: &answer_1,
+        answer_2: &answer_2,
+        suite_context: &ctx.suite.context,
+        suite_criteria: &ctx.suite.criteria,
+        nonce: &nonce,
+    };
+    let mut record = JudgmentRecord {
+        task: task.id.clone(),
+        judge: judge.id.clone(),
+        first: first.to_string(),
+        second: second.to_string(),
+        order: call.order,
+        verdict: JudgmentVerdict::Failed(FailedMarker::Failed),
+        raw: None,
+        attempts: 0,
+        prompt_sha256: ctx.prompt_sha256.clone(),
+        cache_key: None,
+        from_cache: false,
+        usage: None,
+        cost_usd: None,
+        error: None,
+        spent_usd: 0.0,
+    };
+    let prompt = match render_pairwise(&ctx.template, &input) {
+        Ok(p) => p,
+        Err(e) => {
+            record.error = Some(RecordedError {
+                class: ErrorClass::ClientError,
+                message: e.to_string(),
+                http_status: None,
+            });
+            return Some(record);
+        }
+    };
+    let request = ChatRequest {
+        model: judge.model.clone(),
+        messages: vec![Message::system(prompt.system), Message::user(prompt.user)],
+        max_tokens: ctx.config.run.judge_max_tokens,
+        temperature: ctx.config.run.judge_temperature,
+    };
+    let http = &ctx.http[&judge.provider];
+    let wire = to_wire(http.config(), &request);
+    for attempt in 1..=2 {
+        let refresh = ctx.refresh || call.retry;
+        let result = cached_call(&ctx.cache, http, &wire, attempt, refresh, &ctx.stop).await?;
+        record.attempts = attempt;
+        record.cache_key = Some(result.cache_key);
+        record.from_cache = result.from_cache;
+        // Every attempt's tokens, a failed one's too when the provider said (it was billed).
+        let billed = match &result.reply {
+            Ok(reply) => reply.usage,
+            Err(e) => e.usage,
+        };
+        if let Some(u) = billed {
+            if !result.from_cache {
+                record.spent_usd += judge
+                    .cost_usd(u.input_tokens, u.output_tokens)
+                    .unwrap_or(0.0);
+            }
+            let prev = record.usage.unwrap_or_default();
+            let usage = crate::provider::Usage {
+                input_tokens: prev.input_tokens + u.input_tokens,
+                output_tokens: prev.output_tokens + u.output_tokens,
+            };
+            record.usage = Some(usage);
+            record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
+        }
+        match result.reply {
+            Ok(reply) => {
+                let cut = reply.finish_reason.as_deref() == Some("length");
+                match parse_verdict(&reply.text) {
+                    Ok(v) if !cut => {
+                        record.verdict = JudgmentVerdict::Parsed(v);
+                        record.error = None;
+                        record.raw = Some(reply.text);
+                        return Some(record);
+                    }
+                    parsed => {
+                        // A verdict line in a reply cut off by the token cap is not trusted:
+                        // the judge had not finished.
+                        let mut message = match parsed {
+                            Ok(_) => "the reply ends in a verdict line but was cut off".to_string(),
+                            Err(e) => e.to_string(),
+                        };
+                        if cut {
+                            message.push_str(" (the reply was cut off by judge_max_tokens; raise [run] judge_max_tokens and judge into a new run)");
+                        }
+                        record.raw = Some(reply.text);
+                        record.error = Some(RecordedError {
+                            class: ErrorClass::UnparsableVerdict,
+                            message,
+                            http_status: None,
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                record.error = Some(RecordedError {
+                    class: e.class,
+                    message: e.message,
+                    http_status: e.status,
+                });
+                return Some(record);
+            }
+        }
+    }
+    Some(record)
+}

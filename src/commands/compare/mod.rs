@@ -1,0 +1,567 @@
+//! `judge compare`: every task × unordered model pair judged blind, in both orderings as two
+//! separate cached calls, verdicts parsed strictly; writes `judgments.jsonl` (appended as calls
+//! finish) and `comparisons.jsonl` (derived, rewritten at the end for the judges of this
+//! invocation; other judges' comparisons are kept).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cache::Cache;
+use crate::cli::{Cli, CompareArgs};
+use crate::commands::check::{CHECKS_FILE, CheckRecord, CheckTable, ensure_checks, sandbox_policy};
+use crate::config::{Config, ModelConfig, ProviderKind, load_config};
+use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
+use crate::engine::manifest::Manifest;
+use crate::engine::run_dir::{RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic};
+use crate::engine::scheduler::{Group, Stop, StopReason};
+use crate::error::{JudgeError, Outcome};
+use crate::judging::{
+    EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict, judge_agreement,
+};
+use crate::prompt::{
+    Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
+};
+use crate::provider::http::HttpProvider;
+use crate::provider::{ChatRequest, ErrorClass, Message, to_wire};
+use crate::records::{
+    ComparisonRecord, FailedMarker, JudgmentRecord, JudgmentVerdict, OutputRecord, RecordedError,
+    Status, Winner,
+};
+use crate::report::progress::Progress;
+use crate::report::summary::compare_summary;
+use crate::suite::Suite;
+use crate::verdict::parse_verdict;
+
+mod calls;
+mod exec;
+mod settings;
+
+use calls::{group_by_provider, judge_call, pending_calls};
+use exec::exec_checks;
+pub(crate) use exec::{exec_coverage_note, refuse_exec_without_checks};
+pub(crate) use settings::{
+    judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
+    resolve_judges,
+};
+use settings::{missing_comparisons, record_compare_section};
+
+/// The tool-owned judge template (DESIGN rule 8), compiled in so every install judges alike.
+pub const PAIRWISE_TEMPLATE: &str = include_str!("../../../prompts/pairwise.md");
+/// Judgment records of a run.
+pub const JUDGMENTS_FILE: &str = "judgments.jsonl";
+/// Comparison records of a run.
+pub const COMPARISONS_FILE: &str = "comparisons.jsonl";
+
+/// A judge taking part in the comparison.
+#[derive(Debug, Clone)]
+pub(crate) enum Judge {
+    /// An LLM judge from `[[judges]]`.
+    Llm(ModelConfig),
+    /// The execution judge: decides from `judge check` results.
+    Exec,
+}
+
+impl Judge {
+    fn id(&self) -> &str {
+        match self {
+            Judge::Llm(m) => &m.id,
+            Judge::Exec => EXEC_JUDGE,
+        }
+    }
+    fn family(&self) -> &str {
+        match self {
+            Judge::Llm(m) => &m.family,
+            Judge::Exec => EXEC_FAMILY,
+        }
+    }
+}
+
+/// One judge call: a judge, a task, a pair and an ordering.
+#[derive(Debug, Clone)]
+struct Call {
+    judge: usize,
+    task: usize,
+    model_a: String,
+    model_b: String,
+    order: Order,
+    /// A retry of a recorded failure (`--retry-failed`): asks the judge again even when its
+    /// earlier reply is cached (an unparsable verdict comes from a cached, well-formed reply).
+    retry: bool,
+}
+
+struct Ctx {
+    config: Config,
+    suite: Suite,
+    judges: Vec<Judge>,
+    outputs: BTreeMap<(String, String), OutputRecord>,
+    template: PairwiseTemplate,
+    prompt_sha256: String,
+    http: BTreeMap<String, HttpProvider>,
+    cache: Cache,
+    refresh: bool,
+    seed: u64,
+    stop: Arc<Stop>,
+    /// Check results, when the execution judge takes part.
+    checks: Option<CheckTable>,
+    /// The limits and sandbox of those checks ([`crate::commands::check::checks_basis`]).
+    exec_basis: Option<serde_json::Value>,
+}
+
+/// The run's inputs, loaded and checked before anything is written.
+struct Inputs {
+    config: Config,
+    suite: Suite,
+    manifest: Manifest,
+    run_dir: RunDir,
+    outputs: Vec<OutputRecord>,
+    models: Vec<ModelConfig>,
+    judges: Vec<Judge>,
+}
+
+/// Runs `judge compare`.
+pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
+    let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
+    let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
+    let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
+    refuse_changed_judge_setup(
+        &inputs.config,
+        &inputs.manifest,
+        inputs.run_dir.name(),
+        &inputs.judges,
+        &judged_by(&existing),
+    )?;
+    let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
+    let template =
+        PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
+    let (prompt_sha256, prompt_text) =
+        template_sha256(&template, &inputs.suite.context, &inputs.suite.criteria);
+    refuse_changed_prompt(
+        &existing,
+        &inputs.judges,
+        &prompt_sha256,
+        inputs.run_dir.name(),
+    )?;
+
+    inputs.run_dir.create_and_lock()?;
+    crate::interrupt::install();
+    let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
+    // The exec judge reads no prompt: an exec-only run records none.
+    if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
+        crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
+            .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
+    }
+    let cache = Cache::new(inputs.config.cache_dir());
+    let (checks, exec_basis) = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        let (table, ran_under, records) = exec_checks(&inputs, &cache, cli.quiet)?;
+        if let Some(policy) = ran_under {
+            crate::commands::check::record_policy(&mut inputs.manifest, &policy);
+        }
+        // What the exec verdicts rest on, kept with them: a later `judge check` under other
+        // limits changes checks.jsonl and the manifest's check section, not these verdicts.
+        let basis = crate::commands::check::checks_basis(&inputs.manifest, &records);
+        (Some(table), Some(basis))
+    } else {
+        (None, None)
+    };
+    // The judges and their settings are recorded before the first call: a compare killed on
+    // its first pass leaves them for the next one to hold to.
+    let comparisons: Vec<ComparisonRecord> =
+        read_jsonl_repairing(&inputs.run_dir.file(COMPARISONS_FILE))?;
+    let missing = missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
+    record_compare_section(
+        &mut inputs.manifest,
+        &inputs.config,
+        &inputs.judges,
+        &judged_by(&existing),
+        &prompt_sha256,
+        &missing,
+        None,
+    );
+    write_json_atomic(&inputs.run_dir.file("manifest.json"), &inputs.manifest)?;
+    let stop = Arc::new(Stop::with_deadline(
+        args.deadline.map(|d| std::time::Instant::now() + d),
+    ));
+    let ctx = Arc::new(Ctx {
+        cache,
+        checks,
+        exec_basis,
+        seed: inputs.manifest.seed,
+        outputs: inputs
+            .outputs
+            .iter()
+            .map(|o| ((o.task.clone(), o.model.clone()), o.clone()))
+            .collect(),
+        config: inputs.config,
+        suite: inputs.suite,
+        judges: inputs.judges,
+        template,
+        prompt_sha256,
+        http,
+        refresh: args.refresh,
+        stop: stop.clone(),
+    });
+    let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
+
+    let progress = Progress::new(calls.len() as u64, cli.quiet, "compare");
+    let mut new_records = Vec::new();
+    let work_ctx = ctx.clone();
+    let result = run_recorded(
+        group_by_provider(&ctx, calls),
+        &stop,
+        &judgments_path,
+        move |call| judge_call(work_ctx.clone(), call),
+        |rec: JudgmentRecord| {
+            let failed = matches!(rec.verdict, JudgmentVerdict::Failed(_));
+            let spent = Some(rec.spent_usd);
+            let priced = ctx
+                .judges
+                .iter()
+                .any(|j| matches!(j, Judge::Llm(m) if m.id == rec.judge && m.price_input_per_mtok.is_some()));
+            progress.item_done(rec.from_cache, failed, spent, priced);
+            new_records.push(rec);
+        },
+    );
+    progress.finish();
+    result?;
+    finish(
+        &ctx,
+        &inputs.run_dir,
+        &mut inputs.manifest,
+        &inputs.models,
+        existing,
+        new_records,
+    )
+}
+
+fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
+    let config = load_config(&cli.config)?;
+    let (run_dir, manifest, suite, outputs) = crate::commands::load_run(&config, run)?;
+    let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
+    let models: Vec<ModelConfig> = manifest
+        .models
+        .iter()
+        .filter(|m| present.contains(m.id.as_str()))
+        .cloned()
+        .collect();
+    if models.len() < 2 {
+        return Err(JudgeError::usage(format!(
+            "run `{run}` has outputs from {} model(s); pairwise comparison needs at least two (generate more models into it)",
+            models.len()
+        ))
+        .into());
+    }
+    let judges = resolve_judges(&config, wanted_judges)?;
+    refuse_own_family(&config, &judges, &models)?;
+    if judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        refuse_exec_without_checks(&suite)?;
+        if let Some(note) = exec_coverage_note(&suite) {
+            eprintln!("warning: {note}");
+        }
+    }
+    Ok(Inputs {
+        config,
+        suite,
+        manifest,
+        run_dir,
+        outputs,
+        models,
+        judges,
+    })
+}
+
+/// Rewrites judgments (sorted), derives comparisons, updates the manifest, prints the summary.
+fn finish(
+    ctx: &Ctx,
+    run_dir: &RunDir,
+    manifest: &mut Manifest,
+    models: &[ModelConfig],
+    existing: Vec<JudgmentRecord>,
+    new_records: Vec<JudgmentRecord>,
+) -> anyhow::Result<Outcome> {
+    let mut latest: BTreeMap<(String, String, String, String), JudgmentRecord> = BTreeMap::new();
+    for r in existing.into_iter().chain(new_records.iter().cloned()) {
+        latest.insert(
+            (
+                r.judge.clone(),
+                r.task.clone(),
+                r.first.clone(),
+                r.second.clone(),
+            ),
+            r,
+        );
+    }
+    let judgments: Vec<JudgmentRecord> = latest.values().cloned().collect();
+    write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), &judgments)?;
+    // Judges not named this time keep their comparisons as they were.
+    let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
+    let mut comparisons: Vec<ComparisonRecord> =
+        read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
+    comparisons.retain(|c: &ComparisonRecord| !judge_ids.contains(&c.judge.as_str()));
+    comparisons.extend(derive_comparisons(ctx, models, &latest));
+    write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
+    let missing = missing_comparisons(&ctx.suite, &ctx.judges, models, &comparisons);
+
+    let mut agreements = Vec::new();
+    for (i, j1) in judge_ids.iter().enumerate() {
+        for j2 in &judge_ids[i + 1..] {
+            agreements.push(judge_agreement(&comparisons, j1, j2));
+        }
+    }
+    let judged: BTreeSet<String> = latest.keys().map(|k| k.0.clone()).collect();
+    record_compare_section(
+        manifest,
+        &ctx.config,
+        &ctx.judges,
+        &judged,
+        &ctx.prompt_sha256,
+        &missing,
+        Some(json!(agreements)),
+    );
+    if let Some(basis) = &ctx.exec_basis
+        && let Some(entries) = manifest
+            .extra
+            .get_mut("compare")
+            .and_then(|c| c.get_mut("judges"))
+            .and_then(|j| j.as_array_mut())
+        && let Some(exec) = entries
+            .iter_mut()
+            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(EXEC_JUDGE))
+    {
+        exec["checks"] = basis.clone();
+    }
+    write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
+
+    let ours: Vec<&JudgmentRecord> = judgments
+        .iter()
+        .filter(|j| judge_ids.contains(&j.judge.as_str()))
+        .collect();
+    let priced: Vec<&str> = llm_judges(&ctx.judges)
+        .into_iter()
+        .filter(|m| m.price_input_per_mtok.is_some())
+        .map(|m| m.id.as_str())
+        .collect();
+    eprint!(
+        "{}",
+        compare_summary(&judge_ids, &priced, &ours, &new_records, &comparisons)
+    );
+    let failed_calls = ours
+        .iter()
+        .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+        .count();
+    if failed_calls > 0 {
+        eprintln!(
+            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept); to ask again: `judge compare --run {} --retry-failed`",
+            run_dir.name()
+        );
+    }
+    let ungenerated = ctx
+        .suite
+        .tasks
+        .iter()
+        .flat_map(|t| models.iter().map(move |m| (t, m)))
+        .filter(|(t, m)| !ctx.outputs.contains_key(&(t.id.clone(), m.id.clone())))
+        .count();
+    if ungenerated > 0 {
+        eprintln!(
+            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}`",
+            run = run_dir.name()
+        );
+    }
+    for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
+        let finish = if ungenerated > 0 {
+            "finish generating first (above), then rerun compare"
+        } else {
+            "rerun `judge compare` to finish"
+        };
+        eprintln!(
+            "warning: judge `{judge}` has {n} comparison(s) still missing (run `{}`); {finish}",
+            run_dir.name()
+        );
+    }
+    for a in &agreements {
+        let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| crate::report::fmt_float(v, 3));
+        eprintln!(
+            "judges {} vs {}: {} shared comparisons, agreement {}, Cohen's kappa {}",
+            a.judge_1,
+            a.judge_2,
+            a.items,
+            f(a.agreement),
+            f(a.kappa)
+        );
+    }
+    eprintln!(
+        "run `{}`: {} comparisons of every judge so far in {}",
+        run_dir.name(),
+        comparisons.len(),
+        run_dir.file(COMPARISONS_FILE).display()
+    );
+    // A check that ended in `error` makes the exec judge's comparison failed.
+    let failed = ours
+        .iter()
+        .any(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
+        || comparisons.iter().any(|c| {
+            c.judge == EXEC_JUDGE && judge_ids.contains(&EXEC_JUDGE) && c.winner == Winner::Failed
+        });
+    match ctx.stop.reason() {
+        Some(StopReason::Interrupted) => Err(JudgeError::Interrupted(None).into()),
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
+        None if ctx.stop.past_deadline() => {
+            eprintln!(
+                "deadline reached: calls not started or cut short while retrying wait for a rerun with --run {}",
+                run_dir.name()
+            );
+            Ok(Outcome::ItemsFailed)
+        }
+        // Comparisons still missing (outputs not generated yet) leave the run unfinished: not
+        // a success a script could take for a complete one.
+        None if failed || missing.values().any(|&n| n > 0) => Ok(Outcome::ItemsFailed),
+        None => Ok(Outcome::Success),
+    }
+}
+
+/// One comparison per judge × task × pair, in that order. Pairs whose judgments are not all
+/// recorded yet (an interrupted run) are left out.
+fn derive_comparisons(
+    ctx: &Ctx,
+    models: &[ModelConfig],
+    judgments: &BTreeMap<(String, String, String, String), JudgmentRecord>,
+) -> Vec<ComparisonRecord> {
+    let mut out = Vec::new();
+    for judge in &ctx.judges {
+        for task in &ctx.suite.tasks {
+            // The exec judge decides nothing, not even by failure, on a task without a test.
+            if matches!(judge, Judge::Exec) && task.check.is_none() {
+                continue;
+            }
+            for (i, a) in models.iter().enumerate() {
+                for b in &models[i + 1..] {
+                    let record = |winner, flipped, by_failure| ComparisonRecord {
+                        task: task.id.clone(),
+                        judge: judge.id().to_string(),
+                        model_a: a.id.clone(),
+                        model_b: b.id.clone(),
+                        winner,
+                        flipped,
+                        by_failure,
+                    };
+                    // An output not generated yet (an unfinished `generate`) is no failure:
+                    // the pair waits for it.
+                    let output = |m: &str| ctx.outputs.get(&(task.id.clone(), m.to_string()));
+                    let (Some(out_a), Some(out_b)) = (output(&a.id), output(&b.id)) else {
+                        continue;
+                    };
+                    let (a_ok, b_ok) = (out_a.status == Status::Ok, out_b.status == Status::Ok);
+                    if let Some(w) = decide_by_failure(a_ok, b_ok) {
+                        out.push(record(w, false, true));
+                        continue;
+                    }
+                    let verdict_of = |first: &str, second: &str| {
+                        judgments.get(&(
+                            judge.id().to_string(),
+                            task.id.clone(),
+                            first.to_string(),
+                            second.to_string(),
+                        ))
+                    };
+                    match judge {
+                        Judge::Exec => {
+                            let checks = ctx
+                                .checks
+                                .as_ref()
+                                .expect("loaded when the exec judge takes part");
+                            let winner = checks.outcome(&task.id, &a.id, &b.id);
+                            out.push(record(winner, false, false));
+                        }
+                        Judge::Llm(_) => {
+                            let (Some(ab), Some(ba)) =
+                                (verdict_of(&a.id, &b.id), verdict_of(&b.id, &a.id))
+                            else {
+                                continue;
+                            };
+                            let parsed = |j: &JudgmentRecord| match j.verdict {
+                                JudgmentVerdict::Parsed(v) => Some(v),
+                                JudgmentVerdict::Failed(_) => None,
+                            };
+                            let (winner, flipped) = combine(parsed(ab), parsed(ba));
+                            out.push(record(winner, flipped, false));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(judge_url: &str, judge_model: &str, judge_family: &str) -> Config {
+        let text = format!(
+            r#"
+[run]
+suite = "demo"
+
+[providers.lab]
+kind = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+
+[providers.lab-again]
+kind = "openai"
+base_url = "{judge_url}"
+
+[[models]]
+id = "ours"
+provider = "lab"
+model = "lab-7b"
+family = "lab"
+
+[[judges]]
+id = "j"
+provider = "lab-again"
+model = "{judge_model}"
+family = "{judge_family}"
+"#
+        );
+        crate::config::parse_config("judge.toml", &text).expect("valid config")
+    }
+
+    fn refusal(config: &Config) -> Option<String> {
+        let judges = resolve_judges(config, &[]).unwrap();
+        refuse_own_family(config, &judges, &config.models)
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    /// A model judging its own answers is refused even when the config gives the judge another
+    /// family name: same API, address and model, under any provider table's name.
+    #[test]
+    fn a_judge_that_is_a_ranked_model_under_another_family_is_refused() {
+        let same = config("http://127.0.0.1:8000/v1", "lab-7b", "lab-inc");
+        let says = refusal(&same).expect("refused");
+        assert!(
+            says.contains("judge `j` is `lab-7b` on the same API and address as ranked model `ours` (families `lab-inc` and `lab`)"),
+            "{says}"
+        );
+        // Another model at that address, or the same name at another address: the families
+        // decide.
+        assert_eq!(
+            refusal(&config("http://127.0.0.1:8000/v1", "lab-70b", "lab-inc")),
+            None
+        );
+        assert_eq!(
+            refusal(&config("http://127.0.0.1:9000/v1", "lab-7b", "lab-inc")),
+            None
+        );
+        let spelled = refusal(&config("http://127.0.0.1:9000/v1", "judge", "LAB"));
+        assert!(
+            spelled.is_some_and(|s| s.contains("is from the same family as ranked model `ours`"))
+        );
+    }
+}
