@@ -1,0 +1,309 @@
+//! The interactive labelling session: one item per screen, one key per label (cbreak mode on
+//! a terminal, one key per line otherwise), every label appended at once, the terminal's
+//! mode put back however the session ends.
+
+use super::*;
+
+/// What a labeller sees for one item: the standard the judge was given (`standard`, the
+/// suite's context and criteria), the task and the two answers, control characters but
+/// newline and tab escaped (see [`printable_text`]). Never a model id, never the judge's
+/// verdict.
+pub fn render_item(
+    position: usize,
+    total: usize,
+    item: &SampleItem,
+    standard: &str,
+    task: &str,
+    answer_1: &str,
+    answer_2: &str,
+) -> String {
+    let rule = "─".repeat(72);
+    format!(
+        "{rule}\nItem {position} of {total}  ({})\n{rule}\n\nWHAT \"BETTER\" MEANS (as the judge was told)\n\n{}\n\nTASK\n\n{}\n\n{rule}\nANSWER 1\n{rule}\n{}\n\n{rule}\nANSWER 2\n{rule}\n{}\n\n{rule}\n",
+        item.item,
+        printable_text(standard.trim_end()),
+        printable_text(task.trim_end()),
+        printable_text(answer_1.trim_end()),
+        printable_text(answer_2.trim_end())
+    )
+}
+
+pub(super) const KEYS_HELP: &str = "Which answer is better?  1 · 2 · t tie · b both bad · s skip · u undo · v view in pager · q quit";
+
+/// Reads one key per press on a terminal (cbreak mode through `stty`), or one per line
+/// otherwise; `None` at the end of input.
+pub(super) struct Keys {
+    tty: Option<TtyMode>,
+    stdin: std::io::StdinLock<'static>,
+}
+
+/// Restores the terminal mode on drop.
+pub(super) struct TtyMode {
+    saved: String,
+}
+
+impl Drop for TtyMode {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("stty")
+            .arg(&self.saved)
+            .stdin(std::fs::File::open("/dev/tty").map_or(std::process::Stdio::null(), Into::into))
+            .status();
+    }
+}
+
+impl Keys {
+    fn new() -> Self {
+        let stdin = std::io::stdin().lock();
+        let tty = std::io::stdin().is_terminal().then(enter_cbreak).flatten();
+        Keys { tty, stdin }
+    }
+
+    fn next(&mut self) -> Option<char> {
+        if self.tty.is_some() {
+            let mut b = [0u8; 1];
+            loop {
+                match std::io::Read::read(&mut self.stdin, &mut b) {
+                    Ok(0) | Err(_) => return None,
+                    Ok(_) if b[0].is_ascii_whitespace() => continue,
+                    // Ctrl-C, Ctrl-D, Ctrl-backslash and Ctrl-Z quit, every label so far saved
+                    // (with signals off, the session cannot be suspended).
+                    Ok(_) if matches!(b[0], 0x03 | 0x04 | 0x1a | 0x1c) => return Some('q'),
+                    Ok(_) => return Some(b[0] as char),
+                }
+            }
+        }
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match self.stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    let mut keys = line.trim().chars();
+                    match (keys.next(), keys.next()) {
+                        (Some(c), None) => return Some(c),
+                        (Some(_), Some(_)) => {
+                            // "12" is not a choice: nothing is recorded, the item is asked again.
+                            eprintln!("one key per line: `{}` has several", line.trim());
+                        }
+                        (None, _) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn enter_cbreak() -> Option<TtyMode> {
+    let tty = || std::fs::File::open("/dev/tty").ok();
+    let saved = std::process::Command::new("stty")
+        .arg("-g")
+        .stdin(tty()?)
+        .output()
+        .ok()?;
+    let saved = String::from_utf8(saved.stdout).ok()?.trim().to_string();
+    let ok = std::process::Command::new("stty")
+        // -isig: Ctrl-C arrives as a key (and quits like `q`), so the mode is always restored.
+        .args(["-icanon", "-echo", "-isig", "min", "1"])
+        .stdin(tty()?)
+        .status()
+        .ok()?
+        .success();
+    if !ok {
+        // stty may have applied part of the change before it failed.
+        drop(TtyMode { saved });
+        return None;
+    }
+    // A SIGTERM or SIGINT from outside (the terminal's own keys no longer send them) must not
+    // leave the terminal without echo: the mode is put back before the session ends with 130.
+    // Every label given so far is already on disk.
+    crate::interrupt::install();
+    let restore = saved.clone();
+    let _ = std::thread::Builder::new()
+        .name("tty-restore".into())
+        .spawn(move || {
+            while !crate::interrupt::requested() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            drop(TtyMode { saved: restore });
+            std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+        });
+    Some(TtyMode { saved })
+}
+
+/// Shows `text` in `$PAGER` (default `less -R`).
+pub(super) fn page(text: &str) {
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+    let mut parts = pager.split_whitespace();
+    let Some(cmd) = parts.next() else { return };
+    if let Ok(mut child) = std::process::Command::new(cmd)
+        .args(parts)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+    {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        let _ = child.wait();
+    }
+}
+
+/// The interactive session.
+pub(super) fn session(
+    cli: &Cli,
+    run: &str,
+    labeller: &str,
+    reveal: bool,
+) -> anyhow::Result<Outcome> {
+    valid_labeller(labeller)?;
+    let l = open(cli, run)?;
+    let path = labels_path(&l.run_dir, labeller);
+    // One writer per labeller's file; other people label alongside.
+    let _mine = lock_labeller(&l.run_dir, labeller)?;
+    let records = read_labels(&path, &l.sample, true)?;
+    let mut state = effective_labels(&records);
+    let mut history: Vec<String> = records
+        .iter()
+        .filter(|r| r.choice != Choice::Undo)
+        .map(|r| r.item.clone())
+        .collect();
+    let mut revealed = revealed_items(&records);
+    // Opened at the first label: a session quit before it leaves no file, so no labeller.
+    let mut appender: Option<JsonlAppender> = None;
+    let mut append = |record: &LabelRecord| -> anyhow::Result<()> {
+        if appender.is_none() {
+            appender = Some(JsonlAppender::open(&path)?);
+        }
+        appender.as_mut().expect("opened").append(record)
+    };
+    // A signal from outside ends a terminal session (see `enter_cbreak`): say what that means.
+    crate::interrupt::say_on_stop(format!(
+        "every label so far is saved; the session ends (resume with: judge label --run {run} --labeller {labeller})"
+    ));
+    let mut keys = Keys::new();
+    let clear_screen = std::io::stdout().is_terminal();
+    let mut notice = String::new();
+    let out = &mut std::io::stdout().lock();
+    let total = l.sample.len();
+    let mut current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    while let Some(pos) = current {
+        let item = l.sample[pos].clone();
+        let (task, a1, a2) = answers(&l, &item);
+        let screen = render_item(pos + 1, total, &item, &l.standard(), task, a1, a2);
+        let done = state.values().filter(|v| v.is_some()).count();
+        if clear_screen {
+            // A fresh screen per item on a terminal; scripts and pipes get plain text.
+            write!(out, "\x1b[2J\x1b[H{notice}")?;
+        }
+        write!(out, "{screen}[{done} of {total} labelled] {KEYS_HELP}\n> ")?;
+        out.flush()?;
+        let Some(key) = keys.next() else { break };
+        writeln!(out)?;
+        let choice = match key {
+            'q' => break,
+            'v' => {
+                page(&screen);
+                continue;
+            }
+            'u' => {
+                let Some(last) = history
+                    .iter()
+                    .rev()
+                    .find(|it| state.contains_key(*it))
+                    .cloned()
+                else {
+                    writeln!(out, "nothing to undo")?;
+                    continue;
+                };
+                // A saved label whose models were shown (--reveal, in this session or an
+                // earlier one): relabelling it would not be blind.
+                if revealed.contains(&last) {
+                    notice = format!(
+                        "cannot undo `{last}`: its models were shown when it was saved (--reveal), so relabelling it would not be blind\n"
+                    );
+                    if !clear_screen {
+                        write!(out, "{notice}")?;
+                    }
+                    continue;
+                }
+                notice.clear();
+                let undone = l.sample.iter().find(|i| i.item == last).map(item_key);
+                append(&LabelRecord {
+                    item: last.clone(),
+                    labeller: labeller.into(),
+                    choice: Choice::Undo,
+                    winner: None,
+                    at: now(),
+                    item_key: undone,
+                    revealed: false,
+                })?;
+                state.remove(&last);
+                history.retain(|h| h != &last);
+                current = l.sample.iter().position(|i| i.item == last);
+                continue;
+            }
+            k => match Choice::parse(&k.to_string()) {
+                Some(c) => c,
+                None => {
+                    writeln!(out, "unknown key `{k}`")?;
+                    continue;
+                }
+            },
+        };
+        let winner = choice_winner(&item, choice);
+        let shown = reveal && winner.is_some();
+        append(&LabelRecord {
+            item: item.item.clone(),
+            labeller: labeller.into(),
+            choice,
+            winner,
+            at: now(),
+            item_key: Some(item_key(&item)),
+            revealed: shown,
+        })?;
+        if shown {
+            revealed.insert(item.item.clone());
+        } else {
+            revealed.remove(&item.item);
+        }
+        state.insert(item.item.clone(), winner);
+        history.push(item.item.clone());
+        notice.clear();
+        if reveal && winner.is_some() {
+            let (m1, m2) = item.shown();
+            notice = format!(
+                "(saved {}) Answer 1 was `{m1}`, Answer 2 was `{m2}`\n",
+                item.item
+            );
+            if !clear_screen {
+                write!(out, "{notice}")?;
+            }
+        }
+        current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    }
+    if clear_screen {
+        write!(out, "{notice}")?;
+    }
+    let labelled = state.values().filter(|v| v.is_some()).count();
+    let remaining = l
+        .sample
+        .iter()
+        .filter(|i| !state.contains_key(&i.item))
+        .count();
+    let skipped = state.len() - labelled;
+    let skipped = match skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
+    writeln!(
+        out,
+        "{labelled} of {total} labelled by `{labeller}`{skipped}, {remaining} left; saved in {}",
+        path.display()
+    )?;
+    if remaining > 0 {
+        writeln!(
+            out,
+            "resume with: judge label --run {run} --labeller {labeller}"
+        )?;
+    }
+    Ok(Outcome::Success)
+}

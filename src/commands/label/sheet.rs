@@ -1,0 +1,249 @@
+//! Labelling in a spreadsheet: `label export` writes the blind sheet, `label import` checks
+//! every row of a filled one before it imports any.
+
+use super::*;
+
+/// `judge label export`: the blind sheet.
+pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
+    let l = open(cli, &args.run)?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+    ])?;
+    let standard = l.standard();
+    let standard = sheet_cell(&standard);
+    for item in &l.sample {
+        let (task, a1, a2) = answers(&l, item);
+        let [task, a1, a2] = [task, a1, a2].map(sheet_cell);
+        w.write_record([
+            item.item.as_str(),
+            item.task.as_str(),
+            &standard,
+            &task,
+            &a1,
+            &a2,
+            "",
+        ])?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("failed to build the sheet: {e}"))?;
+    write_stdout_or_file(&bytes, args.output.as_deref())?;
+    if let Some(p) = &args.output {
+        eprintln!(
+            "wrote {} items to {}; fill the `choice` column with 1, 2, tie, both_bad or skip",
+            l.sample.len(),
+            p.display()
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+/// `judge label import`: validates every row first; imports nothing if any row is wrong.
+pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcome> {
+    valid_labeller(&args.labeller)?;
+    let l = open(cli, &args.run)?;
+    let _mine = lock_labeller(&l.run_dir, &args.labeller)?;
+    let (records, mut errors) = read_sheet(&args.file, &l, &args.labeller)?;
+    // A label whose models this labeller has seen (--reveal) is not given again, by a sheet
+    // either.
+    let path = labels_path(&l.run_dir, &args.labeller);
+    let earlier = read_labels(&path, &l.sample, true)?;
+    let revealed = revealed_items(&earlier);
+    for r in records.iter().filter(|r| revealed.contains(&r.item)) {
+        errors.push(format!(
+            "{}: item `{}`: `{}` saw its models when labelling it (--reveal), so it cannot be labelled again; leave its choice empty",
+            args.file.display(),
+            r.item,
+            args.labeller
+        ));
+    }
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        return Err(JudgeError::usage(format!(
+            "{}: {} invalid row(s); nothing was imported (fix them and import again)",
+            args.file.display(),
+            errors.len()
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(path.parent().expect("labels dir"))
+        .context("failed to create labels/")?;
+    // Items this labeller had answered before: the sheet's later answer replaces theirs.
+    let before: BTreeSet<&str> = earlier.iter().map(|r| r.item.as_str()).collect();
+    let replaced = records
+        .iter()
+        .filter(|r| before.contains(r.item.as_str()))
+        .count();
+    let mut appender = JsonlAppender::open(&path)?;
+    for r in &records {
+        appender.append(r)?;
+    }
+    let replaced = match replaced {
+        0 => String::new(),
+        n => format!(" ({n} of them replace this labeller's earlier answers to those items)"),
+    };
+    eprintln!(
+        "imported {} label(s) for `{}` into {}{replaced}",
+        records.len(),
+        args.labeller,
+        path.display()
+    );
+    Ok(Outcome::Success)
+}
+
+/// How much of each answer an imported sheet must match: enough to tell two comparisons
+/// apart, short of the cell limits of spreadsheet programs (Excel cuts at 32,767).
+pub(super) const SHEET_CHECK_CHARS: usize = 2000;
+
+/// Why a sheet row's item is not the current sample's item of that id (a sheet exported
+/// before the sample was replaced): its task or its answers differ. Columns the sheet lacks
+/// are not compared; answers are compared on their first [`SHEET_CHECK_CHARS`] characters,
+/// ignoring line endings and surrounding whitespace.
+pub(super) fn sheet_row_mismatch(
+    l: &Labelling,
+    item: &SampleItem,
+    cell: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let (_, a1, a2) = answers(l, item);
+    let norm = |t: &str| {
+        let t = t.replace("\r\n", "\n");
+        t.trim().chars().take(SHEET_CHECK_CHARS).collect::<String>()
+    };
+    // The export guarded cells against formulas with a leading `'`: compare what it exported.
+    let same = |col: &str, want: &str| {
+        cell(col).is_none_or(|got| norm(crate::report::unsheet_cell(&got)) == norm(want))
+    };
+    let id = &item.item;
+    if !same("task", &item.task) {
+        return Some(format!(
+            "the sheet has task `{}` for `{id}`, the current sample task `{}`",
+            cell("task").unwrap_or_default().trim(),
+            item.task
+        ));
+    }
+    (!same("answer_1", a1) || !same("answer_2", a2))
+        .then(|| format!("the sheet shows other answers for `{id}` than the current sample"))
+}
+
+/// The sheet's delimiter: a comma, unless its header line holds more semicolons or tabs
+/// (spreadsheets in many locales save "CSV" with semicolons).
+pub(super) fn sheet_delimiter(bytes: &[u8]) -> u8 {
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let count = |d: u8| header.iter().filter(|&&b| b == d).count();
+    [b',', b';', b'\t']
+        .into_iter()
+        .max_by_key(|&d| (count(d), d == b','))
+        .unwrap_or(b',')
+}
+
+pub(super) fn read_sheet(
+    file: &Path,
+    l: &Labelling,
+    labeller: &str,
+) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
+    let unreadable = |e: &dyn std::fmt::Display| {
+        JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display()))
+    };
+    let bytes = std::fs::read(file).map_err(|e| unreadable(&e))?;
+    let delimiter = sheet_delimiter(&bytes);
+    // The file line a record starts on, counted in the file's bytes: after a CRLF record csv's
+    // position (its line, and its byte) is still on the LF that ends the record before.
+    let line_at = |p: &csv::Position| {
+        let mut at = usize::try_from(p.byte())
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        while matches!(bytes.get(at), Some(b'\r' | b'\n')) {
+            at += 1;
+        }
+        1 + bytes[..at].iter().filter(|&&b| b == b'\n').count()
+    };
+    // Parsed from the bytes already read (the sniffing and the line numbers need them too).
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_reader(&bytes[..]);
+    let headers = reader
+        .headers()
+        .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?
+        .clone();
+    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let (Some(item_col), Some(choice_col)) = (col("item"), col("choice")) else {
+        return Err(JudgeError::usage(format!(
+            "{}: the header needs `item` and `choice` columns (as written by `judge label export`)",
+            file.display()
+        ))
+        .into());
+    };
+    let by_id: BTreeMap<&str, &SampleItem> =
+        l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
+    let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
+    for row in reader.records() {
+        // The line a row starts on (cells hold whole answers, so rows span many lines).
+        let line = match &row {
+            Ok(r) => r.position().map(line_at),
+            Err(e) => e.position().map(line_at),
+        }
+        .unwrap_or(0);
+        let at = |msg: String| format!("{}:{line}: {msg}", file.display());
+        let row = match row {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(at(format!("unreadable row ({e})")));
+                continue;
+            }
+        };
+        // A spreadsheet saves touched cells past the data as rows of bare delimiters.
+        if row.iter().all(|cell| cell.trim().is_empty()) {
+            continue;
+        }
+        if row.len() != headers.len() {
+            errors.push(at(format!(
+                "the row has {} cells and the header {}",
+                row.len(),
+                headers.len()
+            )));
+            continue;
+        }
+        let id = row.get(item_col).unwrap_or("").trim();
+        let raw = row.get(choice_col).unwrap_or("").trim();
+        let Some(item) = by_id.get(id) else {
+            errors.push(at(format!(
+                "unknown item `{id}` (not in this run's sample)"
+            )));
+            continue;
+        };
+        if !seen.insert(id.to_string()) {
+            errors.push(at(format!("item `{id}` appears twice")));
+            continue;
+        }
+        if raw.is_empty() {
+            continue;
+        }
+        let cell = |name: &str| Some(row.get(col(name)?)?.to_string());
+        if let Some(why) = sheet_row_mismatch(l, item, cell) {
+            errors.push(at(format!(
+                "{why} (the sample was replaced after this sheet was exported; export a new sheet)"
+            )));
+            continue;
+        }
+        let Some(choice) = Choice::parse(raw) else {
+            errors.push(at(format!(
+                "choice `{raw}` is not one of 1, 2, tie, both_bad, skip"
+            )));
+            continue;
+        };
+        records.push(LabelRecord {
+            item: id.into(),
+            labeller: labeller.into(),
+            choice,
+            winner: choice_winner(item, choice),
+            at: now(),
+            item_key: Some(item_key(item)),
+            revealed: false,
+        });
+    }
+    Ok((records, errors))
+}
