@@ -35,6 +35,7 @@ mod sheet;
 
 use session::session;
 use sheet::{export, import};
+
 /// The sample of a run.
 pub const SAMPLE_FILE: &str = "labels/sample.jsonl";
 
