@@ -223,26 +223,35 @@ pub fn stratified_sample(candidates: &[&ComparisonRecord], n: usize, seed: u64) 
     let mut pool: Vec<(u64, &ComparisonRecord)> =
         candidates.iter().map(|c| (rng.next_u64(), *c)).collect();
     pool.sort_by_key(|(r, _)| *r);
-    let mut task_count: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut pair_count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    // Candidates are taken by least (task count, pair count, place in the shuffled pool).
+    // Counts only grow, so a heap whose entries carry the counts they were pushed with finds
+    // that minimum lazily: an entry popped with outdated counts goes back with the current
+    // ones; one popped with current counts is no larger than any other's current key. The
+    // sample is the one a full rescan per pick gives, in O((n + re-pushes) log N), not O(n N).
+    let task_ids: Vec<usize> = intern(pool.iter().map(|(_, c)| c.task.as_str()));
+    let pair_ids: Vec<usize> = intern(
+        pool.iter()
+            .map(|(_, c)| (c.model_a.as_str(), c.model_b.as_str())),
+    );
+    let mut task_count = vec![0usize; task_ids.iter().max().map_or(0, |m| m + 1)];
+    let mut pair_count = vec![0usize; pair_ids.iter().max().map_or(0, |m| m + 1)];
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = (0
+        ..pool.len())
+        .map(|i| std::cmp::Reverse((0, 0, i)))
+        .collect();
     let mut out = Vec::with_capacity(n.min(pool.len()));
-    while out.len() < n && !pool.is_empty() {
-        let best = (0..pool.len())
-            .min_by_key(|&i| {
-                let c = pool[i].1;
-                let t = task_count.get(c.task.as_str()).copied().unwrap_or(0);
-                let p = pair_count
-                    .get(&(c.model_a.as_str(), c.model_b.as_str()))
-                    .copied()
-                    .unwrap_or(0);
-                (t, p, i)
-            })
-            .expect("pool is not empty");
-        let (_, c) = pool.remove(best);
-        *task_count.entry(c.task.as_str()).or_default() += 1;
-        *pair_count
-            .entry((c.model_a.as_str(), c.model_b.as_str()))
-            .or_default() += 1;
+    while out.len() < n {
+        let Some(std::cmp::Reverse((t, p, i))) = heap.pop() else {
+            break;
+        };
+        let now = (task_count[task_ids[i]], pair_count[pair_ids[i]]);
+        if (t, p) != now {
+            heap.push(std::cmp::Reverse((now.0, now.1, i)));
+            continue;
+        }
+        let c = pool[i].1;
+        task_count[task_ids[i]] += 1;
+        pair_count[pair_ids[i]] += 1;
         let first = if rng.next_u32() & 1 == 0 {
             Side::ModelA
         } else {
@@ -258,6 +267,17 @@ pub fn stratified_sample(candidates: &[&ComparisonRecord], n: usize, seed: u64) 
         });
     }
     out
+}
+
+/// Each value's index among the distinct values, in order of first appearance.
+fn intern<K: Ord>(values: impl Iterator<Item = K>) -> Vec<usize> {
+    let mut ids: BTreeMap<K, usize> = BTreeMap::new();
+    values
+        .map(|v| {
+            let next = ids.len();
+            *ids.entry(v).or_insert(next)
+        })
+        .collect()
 }
 
 /// A winner as a label category (`None` for failed).
@@ -383,6 +403,71 @@ mod tests {
                 6,
                 "seed {seed}: the first six items cover the six pairs"
             );
+        }
+    }
+
+    /// The sampler as first written: a full rescan of the pool per pick (O(n N)).
+    fn rescan_sample(candidates: &[&ComparisonRecord], n: usize, seed: u64) -> Vec<SampleItem> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut pool: Vec<(u64, &ComparisonRecord)> =
+            candidates.iter().map(|c| (rng.next_u64(), *c)).collect();
+        pool.sort_by_key(|(r, _)| *r);
+        let mut task_count: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut pair_count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        let mut out = Vec::new();
+        while out.len() < n && !pool.is_empty() {
+            let best = (0..pool.len())
+                .min_by_key(|&i| {
+                    let c = pool[i].1;
+                    let t = task_count.get(c.task.as_str()).copied().unwrap_or(0);
+                    let p = pair_count
+                        .get(&(c.model_a.as_str(), c.model_b.as_str()))
+                        .copied()
+                        .unwrap_or(0);
+                    (t, p, i)
+                })
+                .unwrap();
+            let (_, c) = pool.remove(best);
+            *task_count.entry(c.task.as_str()).or_default() += 1;
+            *pair_count
+                .entry((c.model_a.as_str(), c.model_b.as_str()))
+                .or_default() += 1;
+            let first = if rng.next_u32() & 1 == 0 {
+                Side::ModelA
+            } else {
+                Side::ModelB
+            };
+            out.push(SampleItem {
+                item: format!("i{:04}", out.len() + 1),
+                task: c.task.clone(),
+                model_a: c.model_a.clone(),
+                model_b: c.model_b.clone(),
+                first,
+                judge: c.judge.clone(),
+            });
+        }
+        out
+    }
+
+    /// The heap-based sampler draws exactly what a full rescan per pick draws, on uneven
+    /// candidate sets (tasks with different pairs, pairs missing), for every n.
+    #[test]
+    fn the_fast_sampler_draws_what_a_full_rescan_draws() {
+        let models = ["a", "b", "c", "d", "e"];
+        for seed in 0..30u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(1000 + seed);
+            let all: Vec<ComparisonRecord> = grid(9, &models)
+                .into_iter()
+                .filter(|_| rng.next_u32() % 3 != 0)
+                .collect();
+            let refs: Vec<&ComparisonRecord> = all.iter().collect();
+            for n in [0, 1, 7, 20, refs.len(), refs.len() + 5] {
+                assert_eq!(
+                    stratified_sample(&refs, n, seed),
+                    rescan_sample(&refs, n, seed),
+                    "seed {seed}, n {n}"
+                );
+            }
         }
     }
 
