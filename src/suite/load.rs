@@ -42,8 +42,12 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|id| !id.starts_with('.') && id != "__pycache__")
             .filter(|id| {
+                // `files` is sorted: the first path from `inside` on is inside, if any is.
                 let inside = format!("tasks/{id}/");
-                !files.keys().any(|p| p.starts_with(&inside))
+                !files
+                    .range(inside.clone()..)
+                    .next()
+                    .is_some_and(|(p, _)| p.starts_with(&inside))
             })
             .collect();
         empty.sort();
@@ -117,6 +121,9 @@ mod tests {
         )
         .expect("write");
         std::fs::write(dir.join("tasks/alpha/prompt.md"), "Do alpha.").expect("write");
+        // A folder whose name extends the empty one's does not make it non-empty.
+        std::fs::create_dir_all(dir.join("tasks/beta2")).expect("mkdir");
+        std::fs::write(dir.join("tasks/beta2/prompt.md"), "Do beta2.").expect("write");
         let e = load_suite(root.path(), "demo")
             .expect_err("refused")
             .to_string();
