@@ -50,6 +50,34 @@ pub struct OutputRecord {
     pub settings: GenerationSettings,
 }
 
+/// An output record without its text and call details: what a leaderboard needs of it
+/// (read from `outputs.jsonl` by `rank`, whose memory then does not grow with the answers).
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutputBrief {
+    pub task: String,
+    pub model: String,
+    pub status: Status,
+    pub cost_usd: Option<f64>,
+}
+
+/// A record of `outputs.jsonl`, read whole ([`OutputRecord`]) or in brief ([`OutputBrief`]).
+pub trait OutputRow: serde::de::DeserializeOwned {
+    /// The (task, model) it answers.
+    fn item(&self) -> (&str, &str);
+}
+
+impl OutputRow for OutputRecord {
+    fn item(&self) -> (&str, &str) {
+        (&self.task, &self.model)
+    }
+}
+
+impl OutputRow for OutputBrief {
+    fn item(&self) -> (&str, &str) {
+        (&self.task, &self.model)
+    }
+}
+
 impl OutputRecord {
     /// An output whose cost is unknown: the model has no price, or no usage came back (a
     /// failure too: a request that timed out may still have been billed). The leaderboard's

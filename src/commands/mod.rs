@@ -23,32 +23,38 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
-/// An existing run as [`load_run`] gives it.
-pub type LoadedRun = (
+/// An existing run as [`load_run`] gives it (outputs read as `R`).
+pub type LoadedRun<R = crate::records::OutputRecord> = (
     crate::engine::run_dir::RunDir,
     crate::engine::manifest::Manifest,
     crate::suite::Suite,
-    Vec<crate::records::OutputRecord>,
+    Vec<R>,
 );
 
 /// Loads an existing run, locked for this process: its directory, manifest, the unchanged
 /// suite it was made from and its outputs. A missing run, a run in use by another process or
 /// a changed suite is a usage error.
-pub fn load_run(config: &crate::config::Config, run: &str) -> anyhow::Result<LoadedRun> {
+pub fn load_run<R: crate::records::OutputRow>(
+    config: &crate::config::Config,
+    run: &str,
+) -> anyhow::Result<LoadedRun<R>> {
     load_run_locked(config, run, false)
 }
 
 /// [`load_run`] under a shared lock (see [`crate::engine::run_dir::RunDir::lock_shared`]):
 /// for labelling, which many people may do at once.
-pub fn load_run_shared(config: &crate::config::Config, run: &str) -> anyhow::Result<LoadedRun> {
+pub fn load_run_shared<R: crate::records::OutputRow>(
+    config: &crate::config::Config,
+    run: &str,
+) -> anyhow::Result<LoadedRun<R>> {
     load_run_locked(config, run, true)
 }
 
-fn load_run_locked(
+fn load_run_locked<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
     shared: bool,
-) -> anyhow::Result<LoadedRun> {
+) -> anyhow::Result<LoadedRun<R>> {
     use crate::error::JudgeError;
     let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
     // Locked before anything is read: a file another process is writing is neither read half
@@ -92,12 +98,13 @@ fn load_run_locked(
 /// One record per (task, model): the last in the file, as generate's final rewrite keeps. A
 /// generate killed after `--retry-failed` answered an item leaves its old failed record in
 /// the file too, until the next generate ends.
-fn latest_outputs(records: Vec<crate::records::OutputRecord>) -> Vec<crate::records::OutputRecord> {
+fn latest_outputs<R: crate::records::OutputRow>(records: Vec<R>) -> Vec<R> {
     let mut at: std::collections::HashMap<(String, String), usize> =
         std::collections::HashMap::with_capacity(records.len());
-    let mut out: Vec<crate::records::OutputRecord> = Vec::with_capacity(records.len());
+    let mut out: Vec<R> = Vec::with_capacity(records.len());
     for r in records {
-        match at.entry((r.task.clone(), r.model.clone())) {
+        let (task, model) = r.item();
+        match at.entry((task.to_string(), model.to_string())) {
             std::collections::hash_map::Entry::Occupied(e) => out[*e.get()] = r,
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(out.len());

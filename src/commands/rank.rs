@@ -17,7 +17,7 @@ use crate::engine::run_dir::{RunDir, read_jsonl_repairing};
 use crate::error::{JudgeError, Outcome};
 use crate::judging::{EXEC_JUDGE, flip_rate};
 use crate::ranking::{RankParams, Row, RowOutcome, rank};
-use crate::records::{ComparisonRecord, JudgmentRecord, OutputRecord, Winner};
+use crate::records::{ComparisonRecord, JudgmentVerdict, OutputBrief, Winner};
 use crate::report::leaderboard::{Header, Leaderboard, render_leaderboard};
 use crate::report::{Format, write_stdout_or_file};
 use crate::stats::Outcome as StatOutcome;
@@ -344,7 +344,7 @@ fn from_run(
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
         std::collections::BTreeMap::new();
     if judge != EXEC_JUDGE && !args.from_labels {
-        let judgments: Vec<JudgmentRecord> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
+        let judgments: Vec<JudgmentBrief> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
         let stale = unreflected_judgments(&mine, &judgments, &judge);
         if stale > 0 {
             warnings.push(format!(
@@ -419,6 +419,17 @@ fn from_run(
     ))
 }
 
+/// What rank reads of a judgment (not the judge's reply, which can be long).
+#[derive(serde::Deserialize)]
+struct JudgmentBrief {
+    task: String,
+    judge: String,
+    first: String,
+    second: String,
+    verdict: JudgmentVerdict,
+    prompt_sha256: String,
+}
+
 /// How many of `judge`'s pairs the latest judgments decide otherwise than `comparisons` (its
 /// rows of comparisons.jsonl) say, or decide where comparisons.jsonl has no row: what a compare
 /// stopped hard (`kill -9`) leaves, since it appends judgments as they come and rewrites
@@ -426,18 +437,18 @@ fn from_run(
 /// neither side's row is decided by failure.
 fn unreflected_judgments(
     comparisons: &[&ComparisonRecord],
-    judgments: &[JudgmentRecord],
+    judgments: &[JudgmentBrief],
     judge: &str,
 ) -> usize {
     // The latest judgment of each (task, first, second): later lines replace earlier ones.
-    let mut latest: HashMap<(&str, &str, &str), &JudgmentRecord> = HashMap::new();
+    let mut latest: HashMap<(&str, &str, &str), &JudgmentBrief> = HashMap::new();
     for j in judgments.iter().filter(|j| j.judge == judge) {
         latest.insert((j.task.as_str(), j.first.as_str(), j.second.as_str()), j);
     }
     let verdict = |task: &str, first: &str, second: &str| {
         latest.get(&(task, first, second)).map(|j| match j.verdict {
-            crate::records::JudgmentVerdict::Parsed(v) => Some(v),
-            crate::records::JudgmentVerdict::Failed(_) => None,
+            JudgmentVerdict::Parsed(v) => Some(v),
+            JudgmentVerdict::Failed(_) => None,
         })
     };
     let mut rows: HashMap<(&str, &str, &str), &ComparisonRecord> = HashMap::new();
@@ -537,7 +548,7 @@ fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRe
     Ok((out, shared))
 }
 
-fn output_cost(outputs: &[OutputRecord], model: &str) -> Option<f64> {
+fn output_cost(outputs: &[OutputBrief], model: &str) -> Option<f64> {
     outputs
         .iter()
         .filter(|o| o.model == model)
@@ -654,7 +665,7 @@ fn flip_warning(rate: Option<f64>) -> Option<String> {
 /// would count losses (or both-bad) that no longer hold.
 fn refuse_stale_failures(
     comparisons: &[&ComparisonRecord],
-    outputs: &[crate::records::OutputRecord],
+    outputs: &[OutputBrief],
     run: &str,
 ) -> Result<(), JudgeError> {
     let failed: std::collections::HashSet<(&str, &str)> = outputs
@@ -684,9 +695,7 @@ fn refuse_stale_failures(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::OutputRecord;
-
-    fn output(model: &str, ok: bool) -> OutputRecord {
+    fn output(model: &str, ok: bool) -> OutputBrief {
         serde_json::from_value(serde_json::json!({
             "task": "t", "model": model, "status": if ok { "ok" } else { "failed" },
             "text": if ok { Some("x") } else { None },

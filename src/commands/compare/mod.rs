@@ -190,10 +190,10 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         checks,
         exec_basis,
         seed: inputs.manifest.seed,
-        outputs: inputs
-            .outputs
-            .iter()
-            .map(|o| ((o.task.clone(), o.model.clone()), o.clone()))
+        // Moved, not copied: the outputs (their texts) are the bulk of a compare's memory.
+        outputs: std::mem::take(&mut inputs.outputs)
+            .into_iter()
+            .map(|o| ((o.task.clone(), o.model.clone()), o))
             .collect(),
         config: inputs.config,
         suite: inputs.suite,
@@ -239,7 +239,8 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
 
 fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
     let config = load_config(&cli.config)?;
-    let (run_dir, manifest, suite, outputs) = crate::commands::load_run(&config, run)?;
+    let (run_dir, manifest, suite, outputs) =
+        crate::commands::load_run::<OutputRecord>(&config, run)?;
     let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
     let models: Vec<ModelConfig> = manifest
         .models

@@ -81,7 +81,8 @@ impl Labelling {
 /// once; what changes the run (a new sample, compare) waits for all of them.
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
-    let (run_dir, manifest, suite, outputs) = crate::commands::load_run_shared(&config, run)?;
+    let (run_dir, manifest, suite, outputs) =
+        crate::commands::load_run_shared::<OutputRecord>(&config, run)?;
     let sample: Vec<SampleItem> = run_dir.read_jsonl(&run_dir.file(SAMPLE_FILE))?;
     if sample.is_empty() {
         return Err(JudgeError::usage(format!(
@@ -190,7 +191,8 @@ fn lock_labeller(run_dir: &RunDir, labeller: &str) -> anyhow::Result<std::fs::Fi
 /// `judge label sample`.
 fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     let config = load_config(&cli.config)?;
-    let (mut run_dir, manifest, _suite, _outputs) = load_run(&config, &args.run)?;
+    let (mut run_dir, manifest, _suite, _outputs) =
+        load_run::<crate::records::OutputBrief>(&config, &args.run)?;
     let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
     let judge = crate::commands::pick_judge(&comparisons, args.judge.as_deref(), &args.run)?;
     let candidates: Vec<&ComparisonRecord> = comparisons
