@@ -481,10 +481,13 @@ pub fn for_each_jsonl<T: DeserializeOwned>(
 }
 
 /// Rewrites a JSON Lines file atomically with the given records.
-pub fn write_jsonl_atomic<T: Serialize>(path: &Path, records: &[T]) -> anyhow::Result<()> {
+pub fn write_jsonl_atomic<T: Serialize>(
+    path: &Path,
+    records: impl IntoIterator<Item = T>,
+) -> anyhow::Result<()> {
     let mut bytes = Vec::new();
     for r in records {
-        serde_json::to_writer(&mut bytes, r)?;
+        serde_json::to_writer(&mut bytes, &r)?;
         bytes.push(b'\n');
     }
     write_atomic(path, &bytes).with_context(|| format!("failed to write `{}`", path.display()))

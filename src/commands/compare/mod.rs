@@ -295,8 +295,7 @@ fn finish(
             r,
         );
     }
-    let judgments: Vec<JudgmentRecord> = latest.values().cloned().collect();
-    write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), &judgments)?;
+    write_jsonl_atomic(&run_dir.file(JUDGMENTS_FILE), latest.values())?;
     // Judges not named this time keep their comparisons as they were.
     let judge_ids: Vec<&str> = ctx.judges.iter().map(Judge::id).collect();
     let mut comparisons: Vec<ComparisonRecord> =
@@ -336,8 +335,8 @@ fn finish(
     }
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
-    let ours: Vec<&JudgmentRecord> = judgments
-        .iter()
+    let ours: Vec<&JudgmentRecord> = latest
+        .values()
         .filter(|j| judge_ids.contains(&j.judge.as_str()))
         .collect();
     let priced: Vec<&str> = llm_judges(&ctx.judges)
