@@ -62,7 +62,8 @@ pub enum Command {
     ///
     /// The code is a ```python fenced block of the output (also py, python3, py3, in any case,
     /// and ~~~ or longer fences), else an untagged fenced block: the last one that defines
-    /// (def, class, or an assignment; not an import) every name check.py takes from
+    /// (def, class or an assignment; not a method, an import or a rewrap such as f =
+    /// cache(f)) every name check.py takes from
     /// `solution` (so an "example usage" block after the solution is passed over), else the
     /// last one; with no fence, the whole text if it looks
     /// like Python (an unterminated final fence, from a reply cut off by the token cap, counts

@@ -54,7 +54,7 @@ struct Opener {
 /// Preference: the non-blank ```` ```python ````/```` ```py ```` blocks
 /// (also `~~~`-fenced, longer fences, any case, `python3`/`py3`), else the
 /// non-blank untagged blocks; of these the last that defines every name in
-/// `wanted` at its top level ([`defines`]), else the last; else, only when
+/// `wanted` (see [`defines`]), else the last; else, only when
 /// the reply contains no fence at
 /// all, the whole reply trimmed, provided some line looks like Python (it
 /// starts with `def `, `async def `, `class `, `import `, `from `, `return`
@@ -176,49 +176,115 @@ pub fn solution_names(check: &str) -> Vec<String> {
 }
 
 /// Whether the block defines `name`: a `def`, `async def` or `class` of that
-/// name at any indentation (a solution may define it under `if` or `try`), or
-/// an unindented assignment or annotation to it whose value does not use it
-/// (`name = …`, `name: T = …`, `a, name = …`; not `name = cache(name)`, which
-/// rewraps a definition made elsewhere). An import does not define it: a usage
-/// block's `from mymodule import name` only refers to the solution.
+/// name at any indentation outside a class body (a solution may define it
+/// under `if` or `try`; a method of that name is not it), or an unindented
+/// assignment or annotation to it that does not rewrap it (`name = …`,
+/// `name: T = …`, `a, name = …`, `name = lambda …`, `Point = namedtuple(…)`;
+/// not `name = cache(name)`, which passes a definition made elsewhere). An
+/// import does not define it: a usage block's `from mymodule import name` only
+/// refers to the solution.
 pub fn defines(lines: &[String], name: &str) -> bool {
-    lines.iter().any(|line| {
+    // Open `def`/`class` bodies around the current line: (indentation, is a class).
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    for line in lines {
         let code = strip_comment(line).trim_end();
         let stmt = code.trim_start();
+        if stmt.is_empty() {
+            continue;
+        }
+        let indent = code.len() - stmt.len();
+        while open.last().is_some_and(|&(i, _)| i >= indent) {
+            open.pop();
+        }
         let head = stmt
             .strip_prefix("async ")
             .map(str::trim_start)
             .unwrap_or(stmt);
-        for keyword in ["def ", "class "] {
-            if let Some(rest) = head.strip_prefix(keyword) {
-                return leading_identifier(rest.trim_start()) == name;
+        let keyword = ["def ", "class "]
+            .into_iter()
+            .find_map(|k| head.strip_prefix(k).map(|rest| (k, rest)));
+        if let Some((keyword, rest)) = keyword {
+            let in_class = open.iter().any(|&(_, class)| class);
+            if !in_class && leading_identifier(rest.trim_start()) == name {
+                return true;
             }
+            open.push((indent, keyword == "class "));
+            continue;
         }
-        if line.starts_with([' ', '\t']) {
-            return false;
+        if indent > 0 {
+            continue;
         }
         // An assignment target: the text before the first `=` that is not
         // part of `==`, `<=`, `>=`, `!=`, split on commas, annotations cut.
         let Some(eq) = assignment_eq(code) else {
-            return code
+            if code
                 .split_once(':')
-                .is_some_and(|(target, _)| target.trim() == name);
+                .is_some_and(|(target, _)| target.trim() == name)
+            {
+                return true;
+            }
+            continue;
         };
         let targets = code[..eq].split(',').any(|t| {
             let t = t.trim().trim_start_matches(['(', '[', '*']);
             let t = t.split(':').next().unwrap_or("");
             t.trim().trim_end_matches([')', ']']) == name
         });
-        targets && !mentions(&code[eq + 1..], name)
+        if targets && !rewraps(&code[eq + 1..], name) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether an assignment's `value` passes `name` itself as an argument
+/// (`cache(name)`, `wraps(g)(name)`, `partial(name, 1)`): the name was defined
+/// elsewhere and is only wrapped here. String literals are not looked into
+/// (`namedtuple("Point", …)`), nor is a lambda (`f = lambda x: f(x - 1)` is a
+/// definition).
+fn rewraps(value: &str, name: &str) -> bool {
+    let value = without_strings(value.trim());
+    if value.starts_with("lambda") {
+        return false;
+    }
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    value.match_indices(name).any(|(at, _)| {
+        let before = value[..at].trim_end().chars().next_back();
+        let after = value[at + name.len()..].trim_start().chars().next();
+        !ident(value[..at].chars().next_back())
+            && !ident(value[at + name.len()..].chars().next())
+            && matches!(before, Some('(' | ','))
+            && matches!(after, Some(')' | ','))
     })
 }
 
-/// Whether `code` holds `name` as an identifier of its own (not inside a longer one).
-fn mentions(code: &str, name: &str) -> bool {
-    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    code.match_indices(name).any(|(at, _)| {
-        !ident(code[..at].chars().next_back()) && !ident(code[at + name.len()..].chars().next())
-    })
+/// `code` with the contents of its string literals ('…', "…", with `\`
+/// escapes) blanked out, quotes kept.
+fn without_strings(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in code.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                    out.push(c);
+                }
+            }
+            None => {
+                if c == '"' || c == '\'' {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// The byte offset of the `=` of an assignment statement, if `code` is one.
@@ -643,6 +709,20 @@ mod tests {
         assert!(code.starts_with("import os\n"), "{code}");
     }
 
+    /// Regression (review): a later block offering the name as a method of a class won over
+    /// the earlier top-level function.
+    #[test]
+    fn a_method_of_the_name_does_not_define_it() {
+        let r = "```python\ndef dist(a, b):\n    return 0\n```\nOr as a class:\n```python\nclass Geometry:\n    def dist(self, a, b):\n        return 0\n```\n";
+        assert_eq!(
+            extract_code(r, &names(&["dist"])).unwrap(),
+            "def dist(a, b):\n    return 0\n"
+        );
+        // After the class body ends, a top-level def counts again.
+        let code = lines("class G:\n    def dist(self):\n        pass\ndef dist():\n    pass");
+        assert!(defines(&code, "dist"));
+    }
+
     #[test]
     fn solution_names_skips_dunders_paths_and_reads_past_semicolons() {
         let check = "import solution, os\nprint(solution.__file__, solution.__name__)\npath = \"solution.py\"; other = './solution.py'\nsolution.go()\n";
@@ -681,6 +761,15 @@ mod tests {
             ("    def f(self):", "f"),
             ("if True:\n    async def f():", "f"),
             ("try:\n    class C:", "C"),
+            // Regression (review): a value that names it in a string or calls it in a
+            // lambda defines it.
+            ("Point = namedtuple(\"Point\", \"x y\")", "Point"),
+            ("Tag = Enum('Tag', 'A B')", "Tag"),
+            (
+                "flatten = lambda xs: [y for x in xs for y in flatten(x)]",
+                "flatten",
+            ),
+            ("f = g(f_cache)", "f"),
         ];
         for (code, name) in yes {
             assert!(defines(&lines(code), name), "{code} defines {name}");
@@ -693,6 +782,9 @@ mod tests {
             ("import f", "f"),
             ("f = cache(f)", "f"),
             ("f: Callable = wraps(g)(f)", "f"),
+            ("f = partial(f, 1)", "f"),
+            ("class Geometry:\n    def f(self):", "f"),
+            ("class A:\n    class f:", "f"),
             ("    f = 1", "f"),
             ("f(x=1)", "f"),
             ("f == 1", "f"),
