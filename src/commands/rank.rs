@@ -351,7 +351,11 @@ fn from_run(
                 "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` (with `{judge}` in judge.toml) to bring them in (recorded verdicts make no new calls)"
             ));
         }
-        for j in judgments.into_iter().filter(|j| j.judge == judge) {
+        // Verdicts only: a failed judgment decided nothing under its prompt.
+        for j in judgments
+            .into_iter()
+            .filter(|j| j.judge == judge && matches!(j.verdict, JudgmentVerdict::Parsed(_)))
+        {
             *prompt_hashes.entry(j.prompt_sha256).or_default() += 1;
         }
     }

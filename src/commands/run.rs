@@ -58,10 +58,22 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                     ranked.push(m.clone());
                 }
             }
-            let judged = compare::judged_by(&crate::engine::run_dir::read_jsonl_repairing(
-                &run_dir.file(compare::JUDGMENTS_FILE),
-            )?);
+            let judgments: Vec<crate::records::JudgmentRecord> =
+                crate::engine::run_dir::read_jsonl_repairing(
+                    &run_dir.file(compare::JUDGMENTS_FILE),
+                )?;
+            let judged = compare::judged_by(&judgments);
             compare::refuse_changed_judge_setup(&config, &manifest, name, &resolved, &judged)?;
+            // The prompt this version would judge with, against the one the run was judged
+            // with (a changed suite is refused by generate, before anything is spent, anyway).
+            if let Ok(suite) = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)
+            {
+                let template = crate::prompt::PairwiseTemplate::parse(compare::PAIRWISE_TEMPLATE)
+                    .expect("the shipped template is valid (tested)");
+                let (prompt_sha256, _) =
+                    crate::prompt::template_sha256(&template, &suite.context, &suite.criteria);
+                compare::refuse_changed_prompt(&judgments, &resolved, &prompt_sha256, name)?;
+            }
         }
     }
     // The count is of the models ranked: the selected ones and an existing run's answered ones.

@@ -734,6 +734,54 @@ fn rank_warns_when_one_judge_used_two_prompts() {
         text(&out)
     );
     assert_eq!(server.count(), calls);
+    // Regression (review): `judge run` into the run generated a new model's outputs first
+    // and only then met compare's refusal.
+    for i in 1..=3 {
+        p.write(&format!("suites/demo/answers/third/t{i:02}.md"), "third");
+    }
+    p.write(
+        "judge.toml",
+        &(p.read("judge.toml")
+            + "\n[[models]]\nid = \"third\"\nprovider = \"answers\"\nmodel = \"third\"\nfamily = \"handwritten-3\"\n"),
+    );
+    let before = p.read("runs/r/outputs.jsonl");
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("judgments from two prompts"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.read("runs/r/outputs.jsonl"), before, "nothing generated");
+}
+
+/// Regression (review): a judge whose judgments all failed (no verdict under any prompt) was
+/// refused as "two prompts" by `--retry-failed`, which replaces every one of them.
+#[test]
+fn failed_judgments_of_another_prompt_are_retried_not_refused() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let failed: String = p
+        .jsonl("runs/r/judgments.jsonl")
+        .into_iter()
+        .map(|mut j| {
+            j["prompt_sha256"] = "2".repeat(64).into();
+            j["verdict"] = "failed".into();
+            format!("{j}\n")
+        })
+        .collect();
+    p.write("runs/r/judgments.jsonl", &failed);
+    let calls = server.count();
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        server.count(),
+        calls + 6,
+        "every failed judgment asked again"
+    );
+    let out = quick_rank(&p);
+    assert!(!text(&out).contains("different prompts"), "{}", text(&out));
 }
 
 #[test]

@@ -11,8 +11,9 @@ pub(crate) fn judged_by(records: &[JudgmentRecord]) -> BTreeSet<String> {
 }
 
 /// The judge prompt, like the judge's settings, is not mixed within a run: an LLM judge whose
-/// judgments in the run (`existing`) used another prompt than this version renders
-/// (`prompt_sha256`, from the tool's template and the suite) is refused.
+/// verdicts in the run (`existing`) came from another prompt than this version renders
+/// (`prompt_sha256`, from the tool's template and the suite) is refused. Failed judgments hold
+/// no verdict (and `--retry-failed` replaces them), so they do not count.
 pub(crate) fn refuse_changed_prompt(
     existing: &[JudgmentRecord],
     judges: &[Judge],
@@ -21,10 +22,11 @@ pub(crate) fn refuse_changed_prompt(
 ) -> anyhow::Result<()> {
     for judge in judges {
         let Judge::Llm(m) = judge else { continue };
-        if let Some(other) = existing
-            .iter()
-            .find(|r| r.judge == m.id && r.prompt_sha256 != prompt_sha256)
-        {
+        if let Some(other) = existing.iter().find(|r| {
+            r.judge == m.id
+                && r.prompt_sha256 != prompt_sha256
+                && matches!(r.verdict, JudgmentVerdict::Parsed(_))
+        }) {
             return Err(JudgeError::usage(format!(
                 "judge `{}` judged run `{run}` with prompt {} (runs/{run}/prompts/{}.md), and this version of judge renders prompt {}: judgments from two prompts cannot be mixed in one run; judge into a new run (the outputs come back from the cache)",
                 m.id,
