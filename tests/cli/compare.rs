@@ -131,6 +131,12 @@ fn marker_preference_gives_correct_winners_without_flips() {
             .iter()
             .all(|j| j["prompt_sha256"] == sha && j["attempts"] == 1)
     );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    assert_eq!(
+        manifest["compare"]["judges"][0]["prompt_sha256"], sha,
+        "the judge's entry names its prompt"
+    );
     let stored = p.read(&format!("runs/r/prompts/{sha}.md"));
     assert!(
         stored.contains("Correct code wins."),

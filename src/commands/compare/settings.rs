@@ -265,7 +265,12 @@ pub(super) fn record_compare_section(
     }
     for j in judges {
         entries.retain(|old| old.get("id").and_then(|v| v.as_str()) != Some(j.id()));
-        entries.push(judge_entry(config, j));
+        let mut entry = judge_entry(config, j);
+        // Each LLM judge's own prompt: judges that joined under another version keep theirs.
+        if matches!(j, Judge::Llm(_)) {
+            entry["prompt_sha256"] = json!(prompt_sha256);
+        }
+        entries.push(entry);
     }
     let mut all_missing: serde_json::Map<String, serde_json::Value> = old
         .get("missing_comparisons")
@@ -280,7 +285,8 @@ pub(super) fn record_compare_section(
     manifest.extra.insert(
         "compare".into(),
         json!({
-            // The LLM judges' prompt; none when only the exec judge ever judged the run.
+            // The latest LLM judge's prompt (each judge's own is in its entry); none when only
+            // the exec judge ever judged the run.
             "prompt_sha256": entries
                 .iter()
                 .any(|j| j.get("id").and_then(|v| v.as_str()) != Some(EXEC_JUDGE))
