@@ -132,7 +132,17 @@ fn sample_label_score_and_rank_end_to_end() {
         .map(|s| s["task"].as_str().unwrap())
         .collect();
     assert_eq!(tasks.len(), 8);
+    // The same command again (as after a kill right after the sample was written) finds its
+    // sample drawn; another sample is not drawn over it silently.
     let again = p.run(&["label", "sample", "--run", "r", "--n", "20"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(
+        text(&again).contains("already holds this sample"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(p.jsonl("runs/r/labels/sample.jsonl"), sample);
+    let again = p.run(&["label", "sample", "--run", "r", "--n", "21"]);
     assert_eq!(
         again.status.code(),
         Some(2),

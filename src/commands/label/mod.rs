@@ -207,7 +207,20 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
         .into());
     }
     let path = run_dir.file(SAMPLE_FILE);
+    let seed = args.seed.unwrap_or(manifest.seed);
+    let items = stratified_sample(&candidates, args.n, seed);
     if path.exists() && !args.force {
+        // The same command again (after it was interrupted just after writing, say) finds the
+        // sample it would draw: nothing to do.
+        let existing: Vec<crate::label::SampleItem> = read_jsonl_repairing(&path)?;
+        if existing == items {
+            eprintln!(
+                "`{}` already holds this sample ({} items by `{judge}`, seed {seed}): nothing to do",
+                path.display(),
+                items.len()
+            );
+            return Ok(Outcome::Success);
+        }
         let labelled = tied_files(&run_dir)?.len() > 1;
         return Err(JudgeError::usage(if labelled {
             format!(
@@ -233,8 +246,6 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
             archive.display()
         );
     }
-    let seed = args.seed.unwrap_or(manifest.seed);
-    let items = stratified_sample(&candidates, args.n, seed);
     write_jsonl_atomic(&path, &items)?;
     let tasks: BTreeSet<&str> = items.iter().map(|i| i.task.as_str()).collect();
     let pairs: BTreeSet<(&str, &str)> = items
