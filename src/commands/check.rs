@@ -152,10 +152,12 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     run_dir.create_and_lock()?;
     crate::interrupt::install();
     let cache = Cache::new(config.cache_dir());
-    let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
+    // The limits are recorded before any check runs, so that a check killed before its end
+    // leaves them with the records it wrote.
     let mut manifest = manifest;
     record_policy(&mut manifest, &policy);
     write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
+    let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
     let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
     let bytes = if args.by_task {
         render_task_matrix(&models, &task_rows(&suite, &models, &records), args.format)

@@ -833,3 +833,59 @@ fn an_error_check_after_no_sandbox_checks_does_not_block_the_exec_judge() {
         .collect();
     assert_eq!(winners, ["t01:model_a", "t02:failed"]);
 }
+
+/// Regression (crash fuzzing): a compare killed after the exec judge's last check but before
+/// its end left no `check` section, and the next compare (which ran no check) never wrote
+/// one, so the verdicts' recorded basis had no time limit. The limits are now in the manifest
+/// while the checks run.
+#[test]
+fn the_check_limits_are_recorded_before_the_checks_run() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write(
+        "suites/demo/tasks/t01/check.py",
+        "import time\nimport solution\ntime.sleep(6)\n",
+    );
+    for set in ["a", "b"] {
+        p.write(
+            &format!("suites/demo/answers/{set}/t01.md"),
+            "```python\nx = 1\n```",
+        );
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for command in ["compare", "check"] {
+        let mut args = vec![command, "--run", "r"];
+        if command == "compare" {
+            args.extend(["--judge", "exec"]);
+        }
+        let mut child = p
+            .judge()
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(4);
+        let mut recorded = false;
+        while !recorded && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            recorded = serde_json::from_str::<serde_json::Value>(&p.read("runs/r/manifest.json"))
+                .is_ok_and(|m| m["check"]["wall_timeout_secs"] == 20.0);
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{command}: the checks (6 s each) are still running"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            recorded,
+            "{command}: the limits are in the manifest while checks run"
+        );
+        // As a kill leaves it for the next command.
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+        manifest.as_object_mut().unwrap().remove("check");
+        p.write("runs/r/manifest.json", &manifest.to_string());
+    }
+}

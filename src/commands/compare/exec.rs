@@ -103,6 +103,11 @@ pub(super) fn exec_checks(
                 inputs.run_dir.name()
             ))
         })?;
+        // The limits are recorded before any check runs: a compare killed after the last
+        // check but before its end leaves them for the next one (which then runs none).
+        let mut manifest = inputs.manifest.clone();
+        crate::commands::check::record_policy(&mut manifest, &policy);
+        write_json_atomic(&inputs.run_dir.file("manifest.json"), &manifest)?;
         let records = ensure_checks(
             &inputs.run_dir,
             &inputs.suite,
