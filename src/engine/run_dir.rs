@@ -231,6 +231,7 @@ impl RunDir {
             return Err(self.in_use(&lock));
         }
         say_who_holds(&mut lock, "");
+        remove_stale_temp_files(&self.path);
         let lock = Arc::new(RunLock {
             file: lock,
             exclusive: true,
@@ -243,6 +244,33 @@ impl RunDir {
         }
         self._lock = Some(lock);
         Ok(())
+    }
+}
+
+/// Removes what atomic writes of a killed process left in a run directory (its top level and
+/// its direct subfolders: `labels/`, `prompts/`, `leaderboards/`): files `.NAME.tmp.PID.N`.
+/// Called under the run's exclusive lock, which no other judge process can hold while it
+/// writes there; this process's own are left alone. Best effort: a file that cannot be
+/// removed stays.
+fn remove_stale_temp_files(dir: &Path) {
+    let own = format!(".tmp.{}.", std::process::id());
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        dirs.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    for d in dirs {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let temp = name.starts_with('.') && name.contains(".tmp.") && !name.contains(&own);
+            if temp && entry.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 }
 

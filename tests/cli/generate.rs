@@ -965,3 +965,27 @@ fn an_answered_model_keeps_the_price_the_run_costed_it_at() {
     );
     assert_eq!(entry("alpha")["price_input_per_mtok"], 3.0, "{manifest}");
 }
+
+/// Regression (crash fuzzing): the temp file of an atomic write cut short by a kill
+/// (`.outputs.jsonl.tmp.PID.N`, often half written) stayed in the run forever; the next
+/// command that takes the run's lock removes them.
+#[test]
+fn temp_files_left_by_a_killed_writer_are_removed() {
+    let p = Project::with_suite(1, &files_config(&[("m", "set", "f")]));
+    p.write("suites/demo/answers/set/t01.md", "answer");
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let stale = [
+        "runs/r/.outputs.jsonl.tmp.999999.0",
+        "runs/r/.manifest.json.tmp.999999.3",
+        "runs/r/labels/.sample.jsonl.tmp.999999.1",
+    ];
+    for f in stale {
+        p.write(f, "{\"half\":");
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for f in stale {
+        assert!(!p.path().join(f).exists(), "{f} removed");
+    }
+    assert!(p.path().join("runs/r/outputs.jsonl").is_file());
+}
