@@ -630,21 +630,31 @@ fn the_exec_judge_decides_nothing_by_failure_on_a_task_without_a_check() {
     assert_eq!(manifest["compare"]["missing_comparisons"]["exec"], 0);
 }
 
+/// A project of `tasks` tasks, each checked by `assert solution.x == 1`, and two models: `a`
+/// answers `x = 1` (passes), `b` answers `x = 2` (fails).
+fn x_project(tasks: usize) -> Project {
+    let p = Project::with_suite(tasks, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    for i in 1..=tasks {
+        let task = format!("t{i:02}");
+        p.write(
+            &format!("suites/demo/tasks/{task}/check.py"),
+            "import solution\nassert solution.x == 1\n",
+        );
+        for (set, x) in [("a", 1), ("b", 2)] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{task}.md"),
+                &format!("```python\nx = {x}\n```"),
+            );
+        }
+    }
+    p
+}
+
 /// An exec leaderboard says when the checks it was decided from did not run as `judge check`
 /// runs them by default: another time limit, or no sandbox.
 #[test]
 fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
-    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
-    p.write(
-        "suites/demo/tasks/t01/check.py",
-        "import solution\nassert solution.x == 1\n",
-    );
-    for (set, x) in [("a", 1), ("b", 2)] {
-        p.write(
-            &format!("suites/demo/answers/{set}/t01.md"),
-            &format!("```python\nx = {x}\n```"),
-        );
-    }
+    let p = x_project(1);
     let warnings = |p: &Project| -> Vec<String> {
         let out = p.run(&[
             "rank",
@@ -721,17 +731,7 @@ fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
 /// and refuses to decide for the user after `--no-sandbox`.
 #[test]
 fn the_exec_judge_runs_missing_checks_under_the_limits_the_run_last_used() {
-    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
-    p.write(
-        "suites/demo/tasks/t01/check.py",
-        "import solution\nassert solution.x == 1\n",
-    );
-    for (set, x) in [("a", 1), ("b", 2)] {
-        p.write(
-            &format!("suites/demo/answers/{set}/t01.md"),
-            &format!("```python\nx = {x}\n```"),
-        );
-    }
+    let p = x_project(1);
     let drop_a_check = |p: &Project| {
         let checks = p.read("runs/r/checks.jsonl");
         let kept: Vec<&str> = checks.lines().skip(1).collect();
@@ -798,23 +798,11 @@ fn run_refuses_a_sandbox_that_cannot_start_before_generating() {
 /// asking for the `judge check` that had just written the same `error` again.
 #[test]
 fn an_error_check_after_no_sandbox_checks_does_not_block_the_exec_judge() {
-    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
-    p.write(
-        "suites/demo/tasks/t01/check.py",
-        "import solution\nassert solution.x == 1\n",
-    );
+    let p = x_project(2);
     p.write(
         "suites/demo/tasks/t02/check.py",
         "import solution\nassert (\n",
     );
-    for (set, x) in [("a", 1), ("b", 2)] {
-        for task in ["t01", "t02"] {
-            p.write(
-                &format!("suites/demo/answers/{set}/{task}.md"),
-                &format!("```python\nx = {x}\n```"),
-            );
-        }
-    }
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = p.run(&["check", "--run", "r", "--no-sandbox"]);
