@@ -252,21 +252,27 @@ pub fn stratified_sample(candidates: &[&ComparisonRecord], n: usize, seed: u64) 
         let c = pool[i].1;
         task_count[task_ids[i]] += 1;
         pair_count[pair_ids[i]] += 1;
-        let first = if rng.next_u32() & 1 == 0 {
-            Side::ModelA
-        } else {
-            Side::ModelB
-        };
-        out.push(SampleItem {
-            item: format!("i{:04}", out.len() + 1),
-            task: c.task.clone(),
-            model_a: c.model_a.clone(),
-            model_b: c.model_b.clone(),
-            first,
-            judge: c.judge.clone(),
-        });
+        out.push(sample_item(out.len() + 1, c, &mut rng));
     }
     out
+}
+
+/// Item number `number` of a sample: comparison `c`, with the answer shown first drawn from
+/// `rng`.
+fn sample_item(number: usize, c: &ComparisonRecord, rng: &mut ChaCha8Rng) -> SampleItem {
+    let first = if rng.next_u32() & 1 == 0 {
+        Side::ModelA
+    } else {
+        Side::ModelB
+    };
+    SampleItem {
+        item: format!("i{number:04}"),
+        task: c.task.clone(),
+        model_a: c.model_a.clone(),
+        model_b: c.model_b.clone(),
+        first,
+        judge: c.judge.clone(),
+    }
 }
 
 /// Each value's index among the distinct values, in order of first appearance.
@@ -432,19 +438,7 @@ mod tests {
             *pair_count
                 .entry((c.model_a.as_str(), c.model_b.as_str()))
                 .or_default() += 1;
-            let first = if rng.next_u32() & 1 == 0 {
-                Side::ModelA
-            } else {
-                Side::ModelB
-            };
-            out.push(SampleItem {
-                item: format!("i{:04}", out.len() + 1),
-                task: c.task.clone(),
-                model_a: c.model_a.clone(),
-                model_b: c.model_b.clone(),
-                first,
-                judge: c.judge.clone(),
-            });
+            out.push(sample_item(out.len() + 1, c, &mut rng));
         }
         out
     }

@@ -656,19 +656,7 @@ fn x_project(tasks: usize) -> Project {
 fn an_exec_leaderboard_names_a_changed_time_limit_or_a_missing_sandbox() {
     let p = x_project(1);
     let warnings = |p: &Project| -> Vec<String> {
-        let out = p.run(&[
-            "rank",
-            "--run",
-            "r",
-            "--format",
-            "json",
-            "--resamples",
-            "50",
-            "--allow-few-resamples",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        board["warnings"]
+        p.quick_board(&["rank", "--run", "r"])["warnings"]
             .as_array()
             .unwrap()
             .iter()

@@ -432,18 +432,7 @@ fn failed_generation_loses_without_asking_the_judge() {
     assert_eq!(t02["winner"], "model_a");
     assert_eq!(t02["by_failure"], true);
     // The leaderboard says which losses no judge decided.
-    let out = p.run(&[
-        "rank",
-        "--run",
-        "r3",
-        "--format",
-        "json",
-        "--resamples",
-        "50",
-        "--allow-few-resamples",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let board = p.quick_board(&["rank", "--run", "r3"]);
     let loser = t02["model_b"].as_str().unwrap();
     let note = format!(
         "1 comparison(s) were decided by failed generations, not by the judge: `{loser}` lost 1;"
@@ -1138,20 +1127,7 @@ fn run_into_a_run_counts_the_models_already_in_it() {
         "generate", "--run", "r", "--model", "alpha", "--model", "beta",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let out = p.run(&[
-        "run",
-        "--run",
-        "r",
-        "--model",
-        "gamma",
-        "--format",
-        "json",
-        "--resamples",
-        "50",
-        "--allow-few-resamples",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let board = p.quick_board(&["run", "--run", "r", "--model", "gamma"]);
     assert_eq!(board["models"].as_array().unwrap().len(), 3, "{board}");
 }
 

@@ -974,13 +974,15 @@ fn a_short_key_echoed_in_an_error_is_redacted() {
             ),
         )
     });
+    let generate_with_short_key = |p: &Project| {
+        p.judge()
+            .env("OPENAI_API_KEY", SHORT)
+            .args(["generate", "--run", "r"])
+            .output()
+            .unwrap()
+    };
     let p = Project::with_suite(1, &config("openai", &server.url, 0, 5));
-    let out = p
-        .judge()
-        .env("OPENAI_API_KEY", SHORT)
-        .args(["generate", "--run", "r"])
-        .output()
-        .unwrap();
+    let out = generate_with_short_key(&p);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(!text(&out).contains(SHORT), "{}", text(&out));
     let outputs = p.read("runs/r/outputs.jsonl");
@@ -994,12 +996,7 @@ fn a_short_key_echoed_in_an_error_is_redacted() {
         1,
         &config("openai", &server.url, 0, 5).replace("model-x", "model-q"),
     );
-    let out = p
-        .judge()
-        .env("OPENAI_API_KEY", SHORT)
-        .args(["generate", "--run", "r"])
-        .output()
-        .unwrap();
+    let out = generate_with_short_key(&p);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
         text(&out).contains("Incorrect API key provided: ***."),

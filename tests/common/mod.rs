@@ -299,6 +299,23 @@ impl Project {
         self.judge().args(args).output().expect("run judge")
     }
 
+    /// The JSON leaderboard of `judge <args> --format json` with a quick bootstrap (50
+    /// resamples: for tests that look at counts and warnings, not intervals); the command
+    /// must succeed.
+    pub fn quick_board(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend([
+            "--format",
+            "json",
+            "--resamples",
+            "50",
+            "--allow-few-resamples",
+        ]);
+        let out = self.run(&all);
+        assert_eq!(out.status.code(), Some(0), "{all:?}: {}", text(&out));
+        serde_json::from_slice(&out.stdout).expect("a JSON leaderboard")
+    }
+
     /// Parsed records of a JSON Lines file in the project.
     pub fn jsonl(&self, rel: &str) -> Vec<serde_json::Value> {
         self.read(rel)
