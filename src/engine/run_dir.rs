@@ -161,7 +161,19 @@ impl RunDir {
     /// process holds the run exclusively, else only skipped (a shared holder may not write
     /// under another's lock, and the line may be a writer's append in progress).
     pub fn read_jsonl<T: DeserializeOwned>(&self, path: &Path) -> anyhow::Result<Vec<T>> {
-        read_jsonl(path, self._lock.is_some() && !self.shared)
+        let mut records = Vec::new();
+        self.visit_jsonl(path, |r| records.push(r))?;
+        Ok(records)
+    }
+
+    /// [`RunDir::read_jsonl`], handing each record to `visit` instead of collecting them: a
+    /// reader that keeps a few records of a large file holds only those.
+    pub fn visit_jsonl<T: DeserializeOwned>(
+        &self,
+        path: &Path,
+        visit: impl FnMut(T),
+    ) -> anyhow::Result<()> {
+        visit_jsonl(path, self._lock.is_some() && !self.shared, visit)
     }
 
     /// Opens (creating) the lock file, with a clear error for a run the user cannot write.
@@ -289,12 +301,22 @@ pub fn read_jsonl_skipping_torn<T: DeserializeOwned>(path: &Path) -> anyhow::Res
 
 /// [`read_jsonl_repairing`], or with `repair` false a torn last line only skipped.
 fn read_jsonl<T: DeserializeOwned>(path: &Path, repair: bool) -> anyhow::Result<Vec<T>> {
+    let mut records = Vec::new();
+    visit_jsonl(path, repair, |r| records.push(r))?;
+    Ok(records)
+}
+
+/// [`read_jsonl`], each record handed to `visit` in file order.
+fn visit_jsonl<T: DeserializeOwned>(
+    path: &Path,
+    repair: bool,
+    mut visit: impl FnMut(T),
+) -> anyhow::Result<()> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
     };
-    let mut records = Vec::new();
     let mut good_len: u64 = 0;
     let mut reader = BufReader::new(file);
     let mut line = String::new();
@@ -311,7 +333,7 @@ fn read_jsonl<T: DeserializeOwned>(path: &Path, repair: bool) -> anyhow::Result<
         let complete = line.ends_with('\n');
         match serde_json::from_str::<T>(line.trim_end()) {
             Ok(r) if complete => {
-                records.push(r);
+                visit(r);
                 good_len += n as u64;
             }
             _ if line.trim().is_empty() && complete => good_len += n as u64,
@@ -335,7 +357,7 @@ fn read_jsonl<T: DeserializeOwned>(path: &Path, repair: bool) -> anyhow::Result<
             Ok(_) => unreachable!("complete lines are handled above"),
         }
     }
-    Ok(records)
+    Ok(())
 }
 
 fn truncate_to(path: &Path, len: u64) -> anyhow::Result<()> {

@@ -995,3 +995,36 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
         text(&out)
     );
 }
+
+#[test]
+fn sessions_and_sheets_show_an_items_latest_output() {
+    // A generate killed after `--retry-failed` answered an item leaves both of its records in
+    // outputs.jsonl; the later one is the item's output, as for rank and compare.
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "r", "--n", "1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let item: serde_json::Value =
+        serde_json::from_str(p.read("runs/r/labels/sample.jsonl").lines().next().unwrap()).unwrap();
+    let outputs = p.read("runs/r/outputs.jsonl");
+    let mut latest: serde_json::Value = outputs
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|o| o["task"] == item["task"] && o["model"] == item["model_a"])
+        .unwrap();
+    latest["text"] = "LATEST answer".into();
+    p.write(
+        "runs/r/outputs.jsonl",
+        &format!("{outputs}{}\n", serde_json::to_string(&latest).unwrap()),
+    );
+    let out = p.run(&["label", "export", "--run", "r", "--output", "sheet.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sheet = p.read("sheet.csv");
+    assert!(sheet.contains("LATEST answer"), "{sheet}");
+    let screen = text(&session(&p, "ann", "q", &[]));
+    assert!(screen.contains("LATEST answer"), "{screen}");
+}

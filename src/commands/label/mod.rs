@@ -12,6 +12,7 @@ use crate::cli::{
     Cli, LabelAction, LabelArgs, LabelExportArgs, LabelImportArgs, LabelSampleArgs, LabelScoreArgs,
 };
 use crate::commands::compare::COMPARISONS_FILE;
+use crate::commands::generate::OUTPUTS_FILE;
 use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{
@@ -23,7 +24,7 @@ use crate::label::{
     Choice, LabelRecord, SampleItem, category, check_labels, choice_winner, effective_labels,
     item_key, stratified_sample, tied_to_sample,
 };
-use crate::records::{ComparisonRecord, OutputRecord, Winner};
+use crate::records::{ComparisonRecord, OutputBrief, OutputRecord, Winner};
 use crate::report::label::{Scores, render_scores, score_labels};
 use crate::report::write_stdout_or_file;
 use crate::report::{printable_text, sheet_cell};
@@ -66,7 +67,9 @@ struct Labelling {
     /// The run's `[run] seed` (the default of `label score --seed`).
     seed: u64,
     suite: Suite,
-    outputs: BTreeMap<(String, String), OutputRecord>,
+    /// The answer texts of the sampled items, by (task, model); only those are read, so a
+    /// session's memory does not grow with the run.
+    texts: BTreeMap<(String, String), Option<String>>,
     sample: Vec<SampleItem>,
 }
 
@@ -81,8 +84,8 @@ impl Labelling {
 /// once; what changes the run (a new sample, compare) waits for all of them.
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
-    let (run_dir, manifest, suite, outputs) =
-        crate::commands::load_run_shared::<OutputRecord>(&config, run)?;
+    let (run_dir, manifest, suite, _) =
+        crate::commands::load_run_shared::<OutputBrief>(&config, run)?;
     let sample: Vec<SampleItem> = run_dir.read_jsonl(&run_dir.file(SAMPLE_FILE))?;
     if sample.is_empty() {
         return Err(JudgeError::usage(format!(
@@ -90,15 +93,23 @@ fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
         ))
         .into());
     }
-    let outputs = outputs
-        .into_iter()
-        .map(|o| ((o.task.clone(), o.model.clone()), o))
+    let shown: BTreeSet<(&str, &str)> = sample
+        .iter()
+        .flat_map(|i| [(&*i.task, &*i.model_a), (&*i.task, &*i.model_b)])
         .collect();
+    // The last record of an item wins, as everywhere a run's outputs are read.
+    let mut texts = BTreeMap::new();
+    run_dir.visit_jsonl(&run_dir.file(OUTPUTS_FILE), |o: OutputRecord| {
+        if shown.contains(&(&*o.task, &*o.model)) {
+            texts.insert((o.task, o.model), o.text);
+        }
+    })?;
+    drop(shown);
     Ok(Labelling {
         run_dir,
         seed: manifest.seed,
         suite,
-        outputs,
+        texts,
         sample,
     })
 }
@@ -273,9 +284,9 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
 fn answers<'a>(l: &'a Labelling, item: &SampleItem) -> (&'a str, &'a str, &'a str) {
     let (m1, m2) = item.shown();
     let text = |m: &str| {
-        l.outputs
+        l.texts
             .get(&(item.task.clone(), m.to_string()))
-            .and_then(|o| o.text.as_deref())
+            .and_then(|t| t.as_deref())
             .unwrap_or("(no output)")
     };
     let task = l
