@@ -494,40 +494,9 @@ pub fn compact_jsonl<K: Ord>(path: &Path, key: impl Fn(&str) -> Option<K>) -> an
     .with_context(|| format!("failed to rewrite `{}`", path.display()))
 }
 
-/// Calls `f` on every record of a JSON Lines file, one at a time (missing file: none).
-pub fn for_each_jsonl<T: DeserializeOwned>(
-    path: &Path,
-    mut f: impl FnMut(T),
-) -> anyhow::Result<()> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
-    };
-    let mut reader = BufReader::new(file);
-    let mut line = String::new();
-    let mut line_no = 0;
-    loop {
-        line.clear();
-        if reader
-            .read_line(&mut line)
-            .with_context(|| format!("failed to read `{}`", path.display()))?
-            == 0
-        {
-            return Ok(());
-        }
-        line_no += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(line.trim_end()).map_err(|e| {
-            JudgeError::usage(format!(
-                "{}:{line_no}: not a valid record ({e})",
-                path.display()
-            ))
-        })?;
-        f(record);
-    }
+/// [`read_jsonl_repairing`], calling `f` on each record in turn instead of collecting them.
+pub fn for_each_jsonl<T: DeserializeOwned>(path: &Path, f: impl FnMut(T)) -> anyhow::Result<()> {
+    visit_jsonl(path, true, f)
 }
 
 /// Rewrites a JSON Lines file atomically with the given records.

@@ -77,10 +77,19 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
         .iter()
         .filter(|r| before.contains(r.item.as_str()))
         .count();
-    let mut appender = JsonlAppender::open(&path)?;
+    // All or nothing, also under `kill -9`: the file with the sheet's labels added replaces
+    // the old one in one rename (the read above cut off any torn last line).
+    let mut bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
+    };
     for r in &records {
-        appender.append(r)?;
+        serde_json::to_writer(&mut bytes, r)?;
+        bytes.push(b'\n');
     }
+    crate::cache::write_atomic(&path, &bytes)
+        .with_context(|| format!("failed to write `{}`", path.display()))?;
     let replaced = match replaced {
         0 => String::new(),
         n => format!(" ({n} of them replace this labeller's earlier answers to those items)"),
