@@ -220,20 +220,17 @@ fn error_in_body(error: &Value) -> ProviderError {
 
 /// The token usage of a 2xx reply. A count Gemini leaves out is 0 (proto3 JSON omits zeros);
 /// no usage block (or a null one) is unknown.
+/// `None` (unknown, so never costed as free) without `promptTokenCount`: every request has a
+/// prompt, so metadata without it (`{}`, only a total) does not say what was billed. Output
+/// counts may be missing, as proto3 leaves zeros out.
 pub fn usage_of(value: &Value) -> Option<Usage> {
-    value
-        .get("usageMetadata")
-        .filter(|m| m.is_object())
-        .map(usage_from)
-}
-
-fn usage_from(meta: &Value) -> Usage {
+    let meta = value.get("usageMetadata")?;
     let count = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: count("promptTokenCount"),
+    Some(Usage {
+        input_tokens: meta.get("promptTokenCount")?.as_u64()?,
         // Thinking tokens are billed as output, as in the other providers' output counts.
         output_tokens: count("candidatesTokenCount").saturating_add(count("thoughtsTokenCount")),
-    }
+    })
 }
 
 /// Joins the `text` of the candidate's parts, skipping parts without text and thought parts.

@@ -285,3 +285,29 @@ fn rate_limit_carries_the_retry_delay() {
         assert_eq!(classify_status(429, &body).retry_after, delay, "{body}");
     }
 }
+
+/// Metadata without the prompt's count does not say what was billed: unknown, not free. A
+/// missing output count is a zero left out.
+#[test]
+fn usage_without_a_prompt_count_is_unknown() {
+    let reply = |meta: Value| {
+        json!({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+               "usageMetadata": meta})
+    };
+    for meta in [
+        json!({}),
+        json!({"totalTokenCount": 150}),
+        json!({"promptTokenCount": null}),
+    ] {
+        let r = parse_reply_value(&reply(meta.clone())).expect("valid reply");
+        assert_eq!(r.usage, None, "{meta}");
+    }
+    let r = parse_reply_value(&reply(json!({"promptTokenCount": 9}))).expect("valid reply");
+    assert_eq!(
+        r.usage,
+        Some(Usage {
+            input_tokens: 9,
+            output_tokens: 0
+        })
+    );
+}

@@ -38,6 +38,25 @@ pub fn usage_of(value: &Value) -> Option<Usage> {
     })
 }
 
+/// The text of a content given as a list of parts (some compatible servers, e.g. Mistral's
+/// reasoning models): the `text` of its `text` parts joined, other parts (`thinking`, images)
+/// skipped. `None` when a part is not an object.
+fn text_parts(parts: &[Value]) -> Option<String> {
+    let mut text = String::new();
+    for part in parts {
+        let part = part.as_object()?;
+        let typed_text = part.get("type").is_none_or(|t| t == "text");
+        if let Some(t) = part
+            .get("text")
+            .and_then(Value::as_str)
+            .filter(|_| typed_text)
+        {
+            text.push_str(t);
+        }
+    }
+    Some(text)
+}
+
 /// Parses a 2xx response already decoded as JSON (e.g. from the cache).
 pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     let shape = |what: &str| malformed(value, what);
@@ -91,6 +110,8 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
+        Some(Value::Array(parts)) => text_parts(parts)
+            .ok_or_else(|| shape("choices[0].message.content has a part that is not an object"))?,
         Some(_) => return Err(shape("choices[0].message.content is not a string")),
     };
     if text.trim().is_empty() {
@@ -287,6 +308,20 @@ mod tests {
             let r = parse_reply(body.as_bytes()).expect("valid reply");
             assert_eq!(r.usage, None, "{usage}");
         }
+    }
+
+    /// Content as a list of parts: the text parts joined, thinking parts left out.
+    #[test]
+    fn content_parts_are_joined_without_thinking() {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
+            {"type": "text", "text": "Use "},
+            {"text": "a set."}
+        ]}, "finish_reason": "stop"}]});
+        let r = parse_reply_value(&body).expect("valid reply");
+        assert_eq!(r.text, "Use a set.");
+        let bad = json!({"choices": [{"message": {"content": ["loose"]}}]});
+        assert!(parse_reply_value(&bad).is_err());
     }
 
     #[test]

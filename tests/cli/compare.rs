@@ -235,6 +235,32 @@ fn garbage_once_is_retried_with_a_new_call() {
 }
 
 #[test]
+fn a_retry_without_usage_makes_the_judgments_cost_unknown() {
+    // The first reply (unparsable) says its tokens; the retry does not: the call's cost is
+    // unknown, not the first attempt's alone.
+    let server = FakeServer::start(|req, n| {
+        if n == 0 {
+            Reply::ok("I think the first one.")
+        } else {
+            let Reply::Http(code, headers, body) = marker_judge(req, n) else {
+                unreachable!("marker_judge answers 200")
+            };
+            let mut body: serde_json::Value = serde_json::from_str(&body).unwrap();
+            body.as_object_mut().unwrap().remove("usage");
+            Reply::Http(code, headers, body.to_string())
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let judgments = p.jsonl("runs/r/judgments.jsonl");
+    let retried: Vec<_> = judgments.iter().filter(|j| j["attempts"] == 2).collect();
+    assert_eq!(retried.len(), 1);
+    assert!(retried[0]["usage"].is_null(), "{}", retried[0]);
+    assert!(retried[0]["cost_usd"].is_null(), "{}", retried[0]);
+}
+
+#[test]
 fn unparsable_replies_fail_with_raw_text_kept() {
     let bad_replies = [
         "no verdict here at all",

@@ -155,6 +155,9 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     };
     let http = &ctx.http[&judge.provider];
     let wire = to_wire(http.config(), &request);
+    // An attempt whose tokens are unknown makes the call's usage and cost unknown: a sum of
+    // the others would report a billed attempt as free.
+    let mut usage_known = true;
     for attempt in 1..=2 {
         let refresh = ctx.refresh || call.retry;
         let result = cached_call(&ctx.cache, http, &wire, attempt, refresh, &ctx.stop).await?;
@@ -166,19 +169,27 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
             Ok(reply) => reply.usage,
             Err(e) => e.usage,
         };
-        if let Some(u) = billed {
-            if !result.from_cache {
-                record.spent_usd += judge
-                    .cost_usd(u.input_tokens, u.output_tokens)
-                    .unwrap_or(0.0);
+        if let Some(u) = billed.filter(|_| !result.from_cache) {
+            record.spent_usd += judge
+                .cost_usd(u.input_tokens, u.output_tokens)
+                .unwrap_or(0.0);
+        }
+        match billed {
+            Some(u) if usage_known => {
+                let prev = record.usage.unwrap_or_default();
+                let usage = crate::provider::Usage {
+                    input_tokens: prev.input_tokens + u.input_tokens,
+                    output_tokens: prev.output_tokens + u.output_tokens,
+                };
+                record.usage = Some(usage);
+                record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
             }
-            let prev = record.usage.unwrap_or_default();
-            let usage = crate::provider::Usage {
-                input_tokens: prev.input_tokens + u.input_tokens,
-                output_tokens: prev.output_tokens + u.output_tokens,
-            };
-            record.usage = Some(usage);
-            record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
+            Some(_) => {}
+            None => {
+                usage_known = false;
+                record.usage = None;
+                record.cost_usd = None;
+            }
         }
         match result.reply {
             Ok(reply) => {
