@@ -99,20 +99,30 @@ pub enum Command {
     Label(LabelArgs),
 }
 
-/// Parses `90`, `90s`, `30m` or `2h`.
+/// The longest `--deadline`: a year, far beyond any run, and safe to add to the clock.
+const MAX_DEADLINE_SECS: u64 = 366 * 24 * 3600;
+
+/// Parses `90`, `90s`, `30m` or `2h` (at most a year).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let (num, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => (&s[..i], &s[i..]),
         None => (s, "s"),
     };
-    let n: u64 = num.parse().map_err(|_| {
-        format!("`{s}` is not a duration: a whole number with s, m or h (e.g. 90s, 30m, 2h)")
-    })?;
+    let too_long = || format!("`{s}` is longer than a year; give a shorter duration (e.g. 48h)");
+    let n: u64 = match num.parse() {
+        Ok(n) => n,
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_long()),
+        Err(_) => {
+            return Err(format!(
+                "`{s}` is not a duration: a whole number with s, m or h (e.g. 90s, 30m, 2h)"
+            ));
+        }
+    };
     let secs = match unit {
         "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
         _ if unit.starts_with('.') => {
             return Err(format!(
                 "`{s}` is not a whole number of units: use a smaller unit (e.g. 90m for 1.5h)"
@@ -120,6 +130,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         }
         _ => return Err(format!("unknown unit in `{s}` (use s, m or h)")),
     };
+    if secs > MAX_DEADLINE_SECS {
+        return Err(too_long());
+    }
     Ok(std::time::Duration::from_secs(secs))
 }
 
@@ -509,5 +522,20 @@ mod tests {
         );
         let err = parse_duration("h").unwrap_err();
         assert!(err.contains("is not a duration"), "{err}");
+        // Huge values are refused, not overflowed (a panic, or a wrap to 0 s).
+        assert_eq!(
+            parse_duration("8784h"),
+            Ok(Duration::from_secs(366 * 86400))
+        );
+        for huge in [
+            "8785h",
+            "18446744073709551615",
+            "18446744073709551616s",
+            "1152921504606846976h",
+            "18446744073709551615m",
+        ] {
+            let err = parse_duration(huge).unwrap_err();
+            assert!(err.contains("longer than a year"), "{huge}: {err}");
+        }
     }
 }
