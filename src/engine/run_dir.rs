@@ -317,47 +317,82 @@ fn visit_jsonl<T: DeserializeOwned>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("failed to read `{}`", path.display())),
     };
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(JudgeError::usage(format!(
+            "`{}` is a directory, not a JSON Lines file; restore the file or start a new run",
+            path.display()
+        ))
+        .into());
+    }
     let mut good_len: u64 = 0;
     let mut reader = BufReader::new(file);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_no = 0;
     loop {
         line.clear();
         let n = reader
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .with_context(|| format!("failed to read `{}`", path.display()))?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        let complete = line.ends_with('\n');
-        match serde_json::from_str::<T>(line.trim_end()) {
-            Ok(r) if complete => {
-                visit(r);
-                good_len += n as u64;
+        if line.ends_with(b"\n") {
+            let text = std::str::from_utf8(&line).map_err(|_| {
+                JudgeError::usage(format!(
+                    "{}:{line_no}: not valid UTF-8; restore the file or start a new run",
+                    path.display()
+                ))
+            })?;
+            if !text.trim().is_empty() {
+                let record = serde_json::from_str::<T>(text.trim_end()).map_err(|e| {
+                    JudgeError::usage(format!(
+                        "{}:{line_no}: not a valid record ({e}); restore the file or start a new run",
+                        path.display()
+                    ))
+                })?;
+                visit(record);
             }
-            _ if line.trim().is_empty() && complete => good_len += n as u64,
-            Ok(_) | Err(_) if !complete => {
+            good_len += n as u64;
+            continue;
+        }
+        // The last line has no newline. A whole record (an editor dropped the final newline)
+        // is kept, with the newline put back under the lock so that appends start a new line;
+        // anything else is a record cut off by a kill (maybe mid-character), cut off the file.
+        let whole = std::str::from_utf8(&line)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .and_then(|t| serde_json::from_str::<T>(t.trim_end()).ok());
+        match whole {
+            Some(record) => {
+                visit(record);
                 if repair {
-                    truncate_to(path, good_len)?;
+                    append_newline(path)?;
+                }
+            }
+            None if repair => {
+                truncate_to(path, good_len)?;
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
                     eprintln!(
                         "warning: {}:{line_no}: dropped a record cut off when an earlier run was killed",
                         path.display()
                     );
                 }
-                break;
             }
-            Err(e) => {
-                return Err(JudgeError::usage(format!(
-                    "{}:{line_no}: not a valid record ({e}); restore the file or start a new run",
-                    path.display()
-                ))
-                .into());
-            }
-            Ok(_) => unreachable!("complete lines are handled above"),
+            None => {}
         }
+        break;
     }
     Ok(())
+}
+
+fn append_newline(path: &Path) -> anyhow::Result<()> {
+    refuse_symlink(path)?;
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(b"\n"))
+        .with_context(|| format!("failed to repair `{}`", path.display()))
 }
 
 fn truncate_to(path: &Path, len: u64) -> anyhow::Result<()> {
@@ -543,6 +578,43 @@ mod tests {
         app.append(&json!({"a": 3})).expect("append");
         let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
         assert_eq!(rows.len(), 3);
+    }
+
+    #[test]
+    fn a_whole_last_record_without_its_newline_is_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"a\":2}").expect("write");
+        let rows: Vec<Value> = read_jsonl_skipping_torn(&path).expect("read");
+        assert_eq!(rows, vec![json!({"a":1}), json!({"a":2})]);
+        assert_eq!(std::fs::read(&path).expect("read"), b"{\"a\":1}\n{\"a\":2}");
+        let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
+        assert_eq!(rows.len(), 2);
+        JsonlAppender::open(&path)
+            .expect("open")
+            .append(&json!({"a": 3}))
+            .expect("append");
+        let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
+        assert_eq!(rows, vec![json!({"a":1}), json!({"a":2}), json!({"a":3})]);
+    }
+
+    /// A kill can cut a record inside a multi-byte character: still a torn line, repaired.
+    /// Invalid UTF-8 on a whole line is a bad record naming its line.
+    #[test]
+    fn invalid_utf8_is_a_torn_line_at_the_end_and_an_error_before() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        let mut bytes = b"{\"a\":1}\n{\"a\":\"caf".to_vec();
+        bytes.push(0xC3);
+        std::fs::write(&path, &bytes).expect("write");
+        let rows: Vec<Value> = read_jsonl_repairing(&path).expect("read");
+        assert_eq!(rows, vec![json!({"a":1})]);
+        assert_eq!(std::fs::read(&path).expect("read"), b"{\"a\":1}\n");
+        std::fs::write(&path, b"{\"a\":1}\n\xff\n{\"a\":2}\n").expect("write");
+        let e = read_jsonl_repairing::<Value>(&path)
+            .expect_err("bad line")
+            .to_string();
+        assert!(e.contains("x.jsonl:2: not valid UTF-8"), "{e}");
     }
 
     #[test]
