@@ -70,6 +70,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         )?,
     };
     let mut run_dir = RunDir::at(&config.runs_dir(), &run_name)?;
+    run_dir.refuse_without_manifest()?;
     let resumed = run_dir.exists();
     if resumed {
         // Locked before its manifest is read: a command that finishes meanwhile (check,
@@ -109,6 +110,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     };
     if !resumed {
         run_dir.create_and_lock()?;
+        run_dir.refuse_without_manifest()?;
         if run_dir.exists() {
             return Err(JudgeError::usage(format!(
                 "run `{run_name}` was created by another judge process just now; run the command again to resume it"

@@ -66,6 +66,7 @@ fn load_run_locked<R: crate::records::OutputRow>(
             run_dir.create_and_lock()?;
         }
     }
+    run_dir.refuse_without_manifest()?;
     if !run_dir.exists() {
         return Err(JudgeError::usage(format!(
             "run `{run}` not found in `{}`; create it with `judge generate --run {run}`",

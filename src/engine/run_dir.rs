@@ -134,6 +134,30 @@ impl RunDir {
         self.file("manifest.json").is_file()
     }
 
+    /// The refusal for a run folder that holds records but no manifest (deleted, or replaced
+    /// by a folder): without its recorded settings and suite it can be neither read nor
+    /// resumed, and a new manifest would adopt outputs of another suite or settings. `None`
+    /// for a run with a manifest, a missing folder, or one holding only the lock and temp
+    /// files (a run just claimed).
+    pub fn refuse_without_manifest(&self) -> Result<(), JudgeError> {
+        if self.exists() {
+            return Ok(());
+        }
+        let held = std::fs::read_dir(&self.path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| !e.file_name().to_string_lossy().starts_with('.'));
+        if !held {
+            return Ok(());
+        }
+        Err(JudgeError::usage(format!(
+            "run `{}` has files but no manifest.json (`{}` was deleted or replaced): without its recorded suite and settings it cannot be read or resumed; restore the file, or start a new run (another --run name)",
+            self.name,
+            self.file("manifest.json").display()
+        )))
+    }
+
     /// Takes a shared lock on an existing run: any number of shared holders (labelling
     /// sessions of different people, scores, exports) but no exclusive one (a command that
     /// changes the run). A shared holder must not repair files (see [`RunDir::read_jsonl`]);

@@ -600,6 +600,33 @@ fn shipped_offline_default_generates_and_reruns() {
     );
 }
 
+/// A run whose manifest was deleted is neither "not found" nor taken over by a new manifest
+/// (which would adopt outputs of an older suite or other settings).
+#[test]
+fn a_run_without_its_manifest_is_refused_not_recreated() {
+    let p = crate::common::Project::offline();
+    let out = p.run(&["generate", "--run", "r", "--model", "reference"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::remove_file(p.path().join("runs/r/manifest.json")).unwrap();
+    let before = p.read("runs/r/outputs.jsonl");
+    for args in [
+        &["generate", "--run", "r"][..],
+        &["run", "--run", "r"],
+        &["rank", "--run", "r"],
+        &["check", "--run", "r"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("run `r` has files but no manifest.json"),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert!(!p.path().join("runs/r/manifest.json").exists(), "{args:?}");
+    }
+    assert_eq!(p.read("runs/r/outputs.jsonl"), before);
+}
+
 #[test]
 fn changing_only_the_judge_token_cap_does_not_block_a_generate_resume() {
     let server = FakeServer::start(echo);
