@@ -76,6 +76,10 @@ pub struct CheckRecord {
     /// written before it was recorded. A record of an older runner is checked again.
     #[serde(default)]
     pub runner: u32,
+    /// The wall-clock limit the check ran under (`--timeout-secs`); `null` in records written
+    /// before it was recorded.
+    #[serde(default)]
+    pub wall_timeout_secs: Option<f64>,
 }
 
 /// The version of the sandbox runner's rules, in the cache key and in every record:
@@ -152,12 +156,21 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     run_dir.create_and_lock()?;
     crate::interrupt::install();
     let cache = Cache::new(config.cache_dir());
-    // The limits are recorded before any check runs, so that a check killed before its end
-    // leaves them with the records it wrote.
+    // The limits are recorded once the run's checks are read and before any check runs, so
+    // that a check killed before its end leaves them with the records it wrote.
     let mut manifest = manifest;
-    record_policy(&mut manifest, &policy);
-    write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
-    let records = ensure_checks(&run_dir, &suite, &outputs, &policy, &cache, cli.quiet)?;
+    let records = ensure_checks(
+        &run_dir,
+        &suite,
+        &outputs,
+        &policy,
+        &cache,
+        cli.quiet,
+        || {
+            record_policy(&mut manifest, &policy);
+            write_json_atomic(&run_dir.file("manifest.json"), &manifest)
+        },
+    )?;
     let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
     let bytes = if args.by_task {
         render_task_matrix(&models, &task_rows(&suite, &models, &records), args.format)
@@ -463,8 +476,9 @@ pub fn is_current(record: &CheckRecord, output: &OutputRecord, check: &str) -> b
 }
 
 /// Makes sure every output of a task with a `check.py` has a check record: reads
-/// `checks.jsonl`, runs the missing (or outdated) checks in parallel, appends each as it
-/// finishes, then rewrites the file sorted by (task, model). Returns all current records.
+/// `checks.jsonl`, calls `before_checks` (which records the limits), runs the missing (or
+/// outdated) checks in parallel, appends each as it finishes, then rewrites the file sorted by
+/// (task, model). Returns all current records.
 pub fn ensure_checks(
     run_dir: &RunDir,
     suite: &Suite,
@@ -472,9 +486,11 @@ pub fn ensure_checks(
     policy: &SandboxPolicy,
     cache: &Cache,
     quiet: bool,
+    before_checks: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<CheckRecord>> {
     let path = run_dir.file(CHECKS_FILE);
     let existing: Vec<CheckRecord> = read_jsonl_repairing(&path)?;
+    before_checks()?;
     let mut current: BTreeMap<(String, String), CheckRecord> = BTreeMap::new();
     for r in existing {
         current.insert((r.task.clone(), r.model.clone()), r);
@@ -598,6 +614,7 @@ fn check_one(
         code_sha256,
         from_cache: false,
         runner: RUNNER_VERSION,
+        wall_timeout_secs: Some(policy.wall_timeout.as_secs_f64()),
     };
     let Some(code) = code else {
         if output.status == Status::Failed {
@@ -739,6 +756,7 @@ mod tests {
             code_sha256: None,
             from_cache: false,
             runner: RUNNER_VERSION,
+            wall_timeout_secs: Some(20.0),
         }
     }
 

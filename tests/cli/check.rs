@@ -753,6 +753,61 @@ fn the_exec_judge_runs_missing_checks_under_the_limits_the_run_last_used() {
     assert_eq!(p.jsonl("runs/r/checks.jsonl").len(), 1, "nothing ran");
 }
 
+/// Regression: a `judge check` interrupted before it reached a check left that check's
+/// record from an earlier `--timeout-secs` while the manifest named the new limit; the exec
+/// judge took the old `timeout` as current. Each record now says its limit, and one of
+/// another limit than the recorded one is checked again.
+#[test]
+fn the_exec_judge_checks_again_what_ran_under_another_limit() {
+    let p = x_project(1);
+    p.write(
+        "suites/demo/answers/a/t01.md",
+        "```python\nimport time\ntime.sleep(1.5)\nx = 1\n```",
+    );
+    for args in [
+        &["generate", "--run", "r"][..],
+        &["check", "--run", "r", "--timeout-secs", "1"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    let checks = p.jsonl("runs/r/checks.jsonl");
+    assert_eq!(checks[0]["result"], "timeout", "{checks:?}");
+    assert_eq!(checks[0]["wall_timeout_secs"], 1.0, "{checks:?}");
+    // What an interrupted `judge check` (default limit) leaves: the new limit, the old record.
+    let manifest = p
+        .read("runs/r/manifest.json")
+        .replace("\"wall_timeout_secs\": 1.0", "\"wall_timeout_secs\": 20.0");
+    p.write("runs/r/manifest.json", &manifest);
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let checks = p.jsonl("runs/r/checks.jsonl");
+    assert_eq!(checks[0]["result"], "pass", "{checks:?}");
+    assert_eq!(checks[0]["wall_timeout_secs"], 20.0, "{checks:?}");
+    assert!(
+        p.jsonl("runs/r/comparisons.jsonl")
+            .iter()
+            .all(|c| c["winner"] == "model_a"),
+        "a's slow but correct answer wins"
+    );
+}
+
+/// A `judge check` that fails on reading the run's checks (a corrupt line) records no limits:
+/// it ran nothing under them.
+#[test]
+fn a_check_refused_on_a_bad_record_leaves_the_manifest_alone() {
+    let p = x_project(1);
+    for args in [&["generate", "--run", "r"][..], &["check", "--run", "r"]] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    p.write("runs/r/checks.jsonl", "garbage\n");
+    let before = p.read("runs/r/manifest.json");
+    let out = p.run(&["check", "--run", "r", "--timeout-secs", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(p.read("runs/r/manifest.json"), before);
+}
+
 /// Regression: with a sandbox that cannot start, `judge run` generated the whole run before
 /// compare refused (exit 2 with everything written); it is now refused before anything.
 #[test]
