@@ -605,11 +605,8 @@ fn resolve_provider(
             let (default_url, default_env) =
                 http_kind.defaults().expect("HTTP kinds have defaults");
             let url = p.base_url.unwrap_or_else(|| default_url.into());
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(err(
-                    &at("base_url"),
-                    format!("`{url}` is not an http(s) URL"),
-                ));
+            if let Some(why) = base_url_problem(&url) {
+                return Err(err(&at("base_url"), why));
             }
             let env = p.api_key_env.unwrap_or_else(|| default_env.into());
             let env = (!env.is_empty()).then_some(env);
@@ -769,6 +766,33 @@ pub(crate) fn toml_key(name: &str) -> String {
     }
     quoted.push('"');
     quoted
+}
+
+/// Why `url` cannot be a provider's `base_url`, if it cannot: not an http(s) URL with a host,
+/// or one that carries a secret. `base_url` is recorded in every run's manifest and cache key,
+/// so credentials (`user:pass@`) or a query (`?key=…`) would reach the disk; the query would
+/// also end up in the middle of every request path. The URL itself is not echoed then.
+fn base_url_problem(url: &str) -> Option<String> {
+    let parsed = match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        _ => {
+            return Some(format!(
+                "`{}` is not an http(s) URL",
+                crate::report::printable(url)
+            ));
+        }
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Some(
+            "has a user name or password in it (`user:pass@`), which would be recorded in the run's manifest; remove it and give the key through api_key_env".into(),
+        );
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Some(
+            "has a query or fragment (`?…`, `#…`), which would be recorded in the run's manifest and break the request paths judge appends; remove it (a key goes through api_key_env)".into(),
+        );
+    }
+    None
 }
 
 #[cfg(test)]

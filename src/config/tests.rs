@@ -301,3 +301,31 @@ fn anthropic_takes_temperatures_up_to_one_for_models_and_judges() {
     // The models' temperature is not the judges': 1.5 for models is fine with a Claude judge.
     assert!(parse(&as_judge.replace("temperature = 0.0", "temperature = 1.5")).is_ok());
 }
+
+/// A base_url is recorded in the manifest: one carrying a secret is refused without echoing
+/// it; one that is not an http(s) URL with a host is refused by name.
+#[test]
+fn a_base_url_with_credentials_or_a_query_is_refused_without_echoing_it() {
+    let with = |url: &str| GOOD.replace("http://127.0.0.1:9/v1/", url);
+    for url in [
+        "http://user:PWSECRET@127.0.0.1:9/v1",
+        "http://PWSECRET@127.0.0.1:9/v1",
+        "https://host.example/v1?key=PWSECRET",
+        "https://host.example/v1#PWSECRET",
+    ] {
+        let e = error_of(&with(url));
+        assert!(e.contains("providers.oa.base_url"), "{url}: {e}");
+        assert!(e.contains("api_key_env"), "{url}: {e}");
+        assert!(!e.contains("PWSECRET"), "{url}: {e}");
+    }
+    for url in [
+        "ftp://host/v1",
+        "http://",
+        "127.0.0.1:9/v1",
+        "http://exa mple.com",
+    ] {
+        let e = error_of(&with(url));
+        assert!(e.contains("is not an http(s) URL"), "{url}: {e}");
+    }
+    assert!(parse(&with("https://[::1]:8080/v1")).is_ok());
+}

@@ -132,6 +132,15 @@ pub fn build_http_providers(
         let key = match &p.api_key_env {
             None => None,
             Some(env) => match std::env::var(env) {
+                // A control character cannot go into a header: every request would fail on
+                // this machine, recorded as the items' failures. The key is not echoed.
+                Ok(v) if v.trim().chars().any(char::is_control) => {
+                    return Err(JudgeError::usage(format!(
+                        "the API key in `{env}` (provider `{}`) contains a control character (a stray newline, carriage return or escape from copying it?); export it again without",
+                        p.name
+                    ))
+                    .into());
+                }
                 Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
                 _ => {
                     return Err(JudgeError::usage(format!(

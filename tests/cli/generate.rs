@@ -474,6 +474,35 @@ fn missing_key_env_exits_2_naming_it() {
     assert!(!p.path().join("runs").exists());
 }
 
+/// A key with a control character (a CR from a Windows .env file inside it) cannot go into a
+/// header: refused before anything is sent or written, without echoing it, instead of every
+/// item failing as a network error.
+#[test]
+fn a_key_with_a_control_character_is_refused_before_any_request() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(
+        1,
+        &config(&server.url, "api_key_env = \"FAKE_PROVIDER_KEY\""),
+    );
+    let out = p
+        .judge()
+        .args(["generate", "--run", "r"])
+        .env("FAKE_PROVIDER_KEY", "sk-test-KEYPART\r\u{1}-rest")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "the API key in `FAKE_PROVIDER_KEY` (provider `fake`) contains a control character"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("KEYPART"), "{}", text(&out));
+    assert_eq!(server.count(), 0);
+    assert!(!p.path().join("runs").exists());
+}
+
 /// `--refresh` asks again only for items still to generate: on a finished run it says so
 /// rather than doing nothing in silence.
 #[test]
