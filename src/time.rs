@@ -84,23 +84,41 @@ impl UtcDateTime {
     }
 }
 
-/// Parses an IMF-fixdate HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7).
+/// Parses an HTTP date in any of the three forms RFC 9110 §5.6.7 says a recipient must
+/// accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94
+/// 08:49:37 GMT`; a two-digit year is 19xx from 70, else 20xx) and asctime (`Sun Nov  6
+/// 08:49:37 1994`).
 pub fn parse_http_date(s: &str) -> Option<SystemTime> {
     let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_weekday, day, month, year, hms, "GMT"] = parts.as_slice() else {
-        return None;
+    let (day, month, year, hms) = match parts.as_slice() {
+        [_weekday, day, month, year, hms, "GMT"] => (*day, *month, year.parse().ok()?, *hms),
+        [_weekday, date, hms, "GMT"] => {
+            let mut d = date.split('-');
+            let (day, month, yy) = (d.next()?, d.next()?, d.next()?);
+            if d.next().is_some() || yy.len() != 2 {
+                return None;
+            }
+            let yy: i64 = yy.parse().ok()?;
+            (
+                day,
+                month,
+                if yy >= 70 { 1900 + yy } else { 2000 + yy },
+                *hms,
+            )
+        }
+        [_weekday, month, day, hms, year] => (*day, *month, year.parse().ok()?, *hms),
+        _ => return None,
     };
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let month = MONTHS.iter().position(|m| m == month)? as u32 + 1;
+    let month = MONTHS.iter().position(|m| *m == month)? as u32 + 1;
     let mut t = hms.split(':').map(|p| p.parse::<u32>().ok());
     let (hour, minute, second) = (t.next()??, t.next()??, t.next()??);
-    if hour > 23 || minute > 59 || second > 60 {
+    if t.next().is_some() || hour > 23 || minute > 59 || second > 60 {
         return None;
     }
     let day: u32 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
-    let year: i64 = year.parse().ok()?;
     UtcDateTime {
         year,
         month,
@@ -131,6 +149,21 @@ mod tests {
     fn http_date_parses_rfc_example() {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").expect("valid date");
         assert_eq!(t, UNIX_EPOCH + Duration::from_secs(784_111_777));
+        // The obsolete forms a recipient must accept too (RFC 9110 §5.6.7).
+        for obsolete in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert_eq!(parse_http_date(obsolete), Some(t), "{obsolete}");
+        }
+        assert_eq!(
+            parse_http_date("Tuesday, 01-Dec-26 12:47:08 GMT"),
+            parse_http_date("Tue, 01 Dec 2026 12:47:08 GMT")
+        );
+        for bad in [
+            "Sun, 06-Nov-1994 08:49:37 GMT",
+            "Sun Nov 6 08:49 1994",
+            "Sun Nov 6 1994",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
+        }
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST"), None);
         assert_eq!(parse_http_date("120"), None);
         assert_eq!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT"), None);

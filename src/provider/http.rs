@@ -70,6 +70,13 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
+    // Some gateways send fractions (`1.5`), which RFC 9110 does not allow but means plainly.
+    if value.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return value
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
+    }
     let at = crate::time::parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
@@ -168,6 +175,15 @@ impl Limiter {
         start - now
     }
 
+    /// What is left of a pause a 429 started (zero when none).
+    fn pause_left(&self) -> Duration {
+        let s = self
+            .state
+            .lock()
+            .expect("limiter lock is never poisoned: no panics inside");
+        s.paused_until.saturating_duration_since(Instant::now())
+    }
+
     fn pause_for(&self, d: Duration) {
         let mut s = self
             .state
@@ -245,13 +261,18 @@ impl HttpProvider {
         let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut attempt = 0;
         loop {
-            let slot = self.limiter.reserve(request.estimated_tokens);
-            if !wait_unless_stopped(slot, stopping, deadline).await {
-                let not_sent = ProviderError::new(
-                    ErrorClass::Network,
-                    "not sent: the run stopped while the request waited for its turn",
-                );
-                return (Err(not_sent), attempt);
+            // A 429 that came while this request waited for its slot pauses it too: the
+            // whole provider waits, not only the request that got it.
+            let mut wait = self.limiter.reserve(request.estimated_tokens);
+            while !wait.is_zero() {
+                if !wait_unless_stopped(wait, stopping, deadline).await {
+                    let not_sent = ProviderError::new(
+                        ErrorClass::Network,
+                        "not sent: the run stopped while the request waited for its turn",
+                    );
+                    return (Err(not_sent), attempt);
+                }
+                wait = self.limiter.pause_left();
             }
             attempt += 1;
             let err = match self.send_once(request).await {
@@ -631,6 +652,17 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(
+            parse_retry_after("1.5", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after("Sun Nov  6 08:49:37 1994", now),
+            Some(Duration::from_secs(7))
+        );
+        for bad in ["1e9999", ".", "1.2.3", "-1"] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
     }
 
     #[test]

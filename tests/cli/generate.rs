@@ -197,6 +197,44 @@ fn rate_limited_with_retry_after_then_ok() {
     assert_eq!(server.count(), 2);
 }
 
+/// A 429 pauses the whole provider: requests already waiting for their `requests_per_minute`
+/// slot when it came wait out the pause too, rather than each hitting the limit again.
+#[test]
+fn a_429_pauses_requests_already_waiting_for_their_slot() {
+    use std::sync::{Arc, Mutex};
+    let arrivals: Arc<Mutex<Vec<std::time::Instant>>> = Arc::default();
+    let seen = Arc::clone(&arrivals);
+    let server = FakeServer::start(move |req, n| {
+        seen.lock().unwrap().push(std::time::Instant::now());
+        if n == 0 {
+            Reply::Http(
+                429,
+                vec![("retry-after".into(), "2".into())],
+                r#"{"error":{"code":"rate_limit_exceeded"}}"#.into(),
+            )
+        } else {
+            echo(req, n)
+        }
+    });
+    let p = Project::with_suite(
+        4,
+        &config(&server.url, "requests_per_minute = 120")
+            .replace("max_concurrency = 2", "max_concurrency = 4"),
+    );
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let arrivals = arrivals.lock().unwrap();
+    assert_eq!(arrivals.len(), 5, "four items, one retried");
+    let limited = arrivals[0];
+    for later in &arrivals[1..] {
+        assert!(
+            later.duration_since(limited) >= Duration::from_millis(1900),
+            "a request went out {:?} into the 2 s pause",
+            later.duration_since(limited)
+        );
+    }
+}
+
 #[test]
 fn server_error_forever_is_a_failed_record_and_exit_1() {
     let server = FakeServer::start(|_, _| Reply::status(500, "{\"error\":\"boom\"}"));
