@@ -94,7 +94,10 @@ pub struct CheckRecord {
 /// 6: a status is an int's real value, subclasses included (`sys.exit(IntEnum.OK)` is 0).
 /// 7: processes of multiprocessing's spawn and forkserver no longer look for check.py (a pool
 /// of the solution's functions hung, a timeout for every model).
-pub const RUNNER_VERSION: u32 = 7;
+/// 8: a check ends itself only at one of its own exits (a `raise`, a call of exit/quit/main);
+/// a SystemExit(0) raised through a slot of the solution's object (`__repr__ = sys.exit`
+/// under `%r`) is a failure.
+pub const RUNNER_VERSION: u32 = 8;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -66,6 +66,7 @@ _marker = PREFIX + _nonce.strip() + SUFFIX
 _invalid = INVALID + _nonce.strip() + SUFFIX
 del _parts, _chunk, _nonce
 _write, _getattr, _gettrace, _getprofile, _getpid = os.write, getattr, sys.gettrace, sys.getprofile, os.getpid
+from itertools import islice as _islice
 # Compiled from bytes, as `python3 check.py` reads it: a byte order mark or a coding cookie
 # sets the encoding and every line ending is a newline. Tracebacks quote the lines from
 # linecache, decoded the same way.
@@ -81,6 +82,23 @@ except BaseException:
     _write(2, _invalid)
     os._exit(1)
 linecache.cache['check.py'] = (len(_text), None, _text.splitlines(True), 'check.py')
+def _exit_spans(text):
+    # Where the check may end itself: its `raise` statements and its calls of something named
+    # exit, quit or main (sys.exit, exit(), unittest.main(), a main() of its own), by source
+    # span. Any other instruction of the check that raises SystemExit(0) ran the solution's
+    # code through a slot (`__repr__ = sys.exit` under `%r`, `__eq__` under `==`).
+    import ast
+    spans = set()
+    try:
+        for n in ast.walk(ast.parse(text)):
+            f = n.func if isinstance(n, ast.Call) else None
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if isinstance(n, ast.Raise) or name in ('exit', 'quit', 'main'):
+                spans.add((n.lineno, n.end_lineno, n.col_offset, n.end_col_offset))
+    except BaseException:
+        pass
+    return spans
+_exit_spans = _exit_spans(_text)
 del _source, _text
 _pid = _getpid()
 def _codes(code, ids):
@@ -107,18 +125,27 @@ def _ended_by_the_check(e):
     # frame of the check's must have nothing inside it but those exit sites: no solution
     # code, no other library deciding to exit (argparse), no exception re-raised from
     # another process (concurrent.futures). Frames outside it do not matter.
+    # And that innermost check frame must stand at one of the check's own exits (a `raise`,
+    # a call of exit/quit/main): a SystemExit(0) that a slot of the solution's object raised
+    # from C (`%r`, `==`, `list(x)`) has no Python frame of its own.
     if not _zero(e.code):
         return False
     frames, tb = [], e.__traceback__
     while tb is not None:
-        frames.append(tb.tb_frame)
+        frames.append((tb.tb_frame, tb.tb_lasti))
         tb = tb.tb_next
-    for f in reversed(frames):
+    for f, lasti in reversed(frames):
         if id(f.f_code) in _check_codes:
-            return True
+            return _at_exit(f.f_code, lasti)
         if f.f_code.co_filename not in _exit_sites:
             return False
     return False
+def _at_exit(code, lasti):
+    positions = _getattr(code, 'co_positions', None)
+    if positions is None:
+        # Before Python 3.11 instructions have no source spans: the frame rule alone.
+        return True
+    return next(_islice(positions(), lasti // 2, None), None) in _exit_spans
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]

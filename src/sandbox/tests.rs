@@ -1157,7 +1157,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 9] = [
+    let cases: [(&str, &str, &str, CheckResult); 12] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1204,6 +1204,27 @@ fn only_the_check_decides_an_early_exit() {
             "a float status is not 0",
             "import sys, solution\nsys.exit(0.0)\n",
             "x = 1\n",
+            CheckResult::Fail,
+        ),
+        // A slot of the solution's object set to an exit function raises SystemExit from C,
+        // with the check's frame innermost but not at an exit of its own (found by a review:
+        // the first beat every shipped check).
+        (
+            "__repr__ = sys.exit under the check's %r",
+            "import solution\nv = solution.f()\nif v != 5:\n    raise AssertionError('got %r' % (v,))\n",
+            "import sys\nclass R(int):\n    __repr__ = sys.exit\ndef f():\n    return R(0)\n",
+            CheckResult::Fail,
+        ),
+        (
+            "__iter__ = sys.exit under the check's list()",
+            "import solution\nassert list(solution.items()) == [1]\n",
+            "import sys\nclass I(int):\n    __iter__ = sys.exit\ndef items():\n    return I(0)\n",
+            CheckResult::Fail,
+        ),
+        (
+            "__eq__ = staticmethod(sys.exit) under the check's ==",
+            "import solution\nassert solution.f() == 0\n",
+            "import sys\nclass E:\n    __eq__ = staticmethod(sys.exit)\ndef f():\n    return E()\n",
             CheckResult::Fail,
         ),
         (
