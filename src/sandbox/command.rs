@@ -223,6 +223,17 @@ try:
     lim('RLIMIT_NOFILE', nofile, nofile)
     if nproc > 0:
         lim('RLIMIT_NPROC', nproc, nproc)
+    # Killed with the harness (without bwrap's --die-with-parent, a check that sleeps would
+    # outlive a `kill -9` of judge): PR_SET_PDEATHSIG, kept across the exec; a parent already
+    # gone is checked after it is set.
+    parent = os.getppid()
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
+    except BaseException:
+        pass
+    if os.getppid() != parent:
+        os._exit(125)
     os.write(2, MARKER)
     os.execv(sys.argv[6], sys.argv[6:])
 except BaseException as e:

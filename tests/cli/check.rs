@@ -920,3 +920,49 @@ fn the_check_limits_are_recorded_before_the_checks_run() {
         p.write("runs/r/manifest.json", &manifest.to_string());
     }
 }
+
+/// Without bwrap's --die-with-parent, a check that sleeps outlived a `kill -9` of judge
+/// (found by a review: still there 28 s later, past its 20 s limit). It now dies with judge.
+#[test]
+fn a_no_sandbox_check_dies_with_a_killed_judge() {
+    let pid_file = std::env::temp_dir().join(format!(
+        "judge-test-orphan-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let answer = format!(
+        "```python\nimport os, time\nwith open({:?}, 'w') as f:\n    f.write(str(os.getpid()))\ntime.sleep(60)\nx = 1\n```",
+        pid_file.display().to_string()
+    );
+    let p = one_task_project(&answer, "import solution\nassert solution.x == 1\n");
+    let mut child = p
+        .judge()
+        .args(["check", "--run", "r", "--no-sandbox"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let wait_for = |what: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !what() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        what()
+    };
+    let pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .filter(|s| !s.is_empty())
+    };
+    assert!(wait_for(&|| pid().is_some()), "the check started");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid().unwrap()));
+    assert!(proc_dir.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = wait_for(&|| !proc_dir.exists());
+    let _ = std::fs::remove_file(&pid_file);
+    assert!(gone, "the check outlived judge");
+}
