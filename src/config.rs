@@ -520,6 +520,21 @@ fn resolve_run(raw: RawRun, err: &ErrFn) -> Result<RunSettings, ConfigError> {
             "is empty; name a folder under suites/".into(),
         ));
     }
+    // One folder directly under suites/: `..` or `a/b` would read another tree as a suite.
+    let folder_name = !raw.suite.starts_with('.')
+        && raw
+            .suite
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !folder_name {
+        return Err(err(
+            "run.suite",
+            format!(
+                "`{}` is not a folder name under suites/ (letters, digits, `-`, `_`, `.`, not starting with `.`)",
+                crate::report::printable(&raw.suite)
+            ),
+        ));
+    }
     let style = StylePreset::parse(&raw.style).ok_or_else(|| {
         err(
             "run.style",

@@ -329,3 +329,16 @@ fn a_base_url_with_credentials_or_a_query_is_refused_without_echoing_it() {
     }
     assert!(parse(&with("https://[::1]:8080/v1")).is_ok());
 }
+
+/// `[run] suite` names one folder under suites/: `..` would read the project as a suite.
+#[test]
+fn the_suite_is_a_folder_name() {
+    for bad in ["..", ".", "a/b", "../x", "python-pitfalls/", ".hidden"] {
+        let e = error_of(&GOOD.replace("suite = \"python-pitfalls\"", &format!("suite = {bad:?}")));
+        assert!(
+            e.contains("run.suite") && e.contains("not a folder name"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(parse(&GOOD.replace("python-pitfalls", "pitfalls_v1.2")).is_ok());
+}

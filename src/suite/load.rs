@@ -62,21 +62,31 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
     parse_suite(name, &files).map_err(|e| JudgeError::usage(e.to_string()).into())
 }
 
-/// Every file under `dir` (relative `/`-separated path → UTF-8 text), skipping hidden entries
-/// and `__pycache__`.
+/// The suite's files (relative `/`-separated path → UTF-8 text): `suite.toml`, and every file
+/// under `tasks/` and `answers/`, skipping hidden entries and `__pycache__`. Other top-level
+/// files and folders (a README, scripts, images) are not read. A folder where a file belongs
+/// (`tasks/<id>/<name>/`) is refused rather than walked, so a symlink loop cannot recurse.
 pub fn read_suite_files(dir: &Path) -> anyhow::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    walk(dir, "", &mut out)?;
+    walk(dir, "", 0, &mut out)?;
     Ok(out)
 }
 
-fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) -> anyhow::Result<()> {
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    out: &mut BTreeMap<String, String>,
+) -> anyhow::Result<()> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("failed to read `{}`", dir.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("failed to read `{}`", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') || name == "__pycache__" {
+            continue;
+        }
+        if depth == 0 && !matches!(name.as_str(), "suite.toml" | "tasks" | "answers") {
             continue;
         }
         let rel = if prefix.is_empty() {
@@ -86,7 +96,14 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) -> anyhow:
         };
         let path = entry.path();
         if path.is_dir() {
-            walk(&path, &rel, out)?;
+            if depth >= 2 {
+                return Err(JudgeError::usage(format!(
+                    "`{}` is a folder; a task folder holds only the files prompt.md and check.py, an answer set only <task>.md files",
+                    path.display()
+                ))
+                .into());
+            }
+            walk(&path, &rel, depth + 1, out)?;
         } else {
             let bytes = std::fs::read(&path)
                 .with_context(|| format!("failed to read `{}`", path.display()))?;
@@ -133,5 +150,30 @@ mod tests {
         );
         std::fs::remove_dir(dir.join("tasks/beta")).expect("rmdir");
         load_suite(root.path(), "demo").expect("the suite loads once it is gone");
+    }
+
+    /// Only suite.toml, tasks/ and answers/ are read: an image or a symlink loop beside them
+    /// is ignored. A folder where a task's file belongs (a symlink loop too) is refused.
+    #[test]
+    fn only_the_suites_own_files_are_read() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("demo");
+        std::fs::create_dir_all(dir.join("tasks/alpha")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("scripts")).expect("mkdir");
+        std::fs::write(
+            dir.join("suite.toml"),
+            "name = \"demo\"\nversion = \"1\"\ncontext = \"c\"\ncriteria = \"k\"\n",
+        )
+        .expect("write");
+        std::fs::write(dir.join("tasks/alpha/prompt.md"), "Do alpha.").expect("write");
+        std::fs::write(dir.join("scripts/logo.png"), [0xff, 0xd8, 0x00, 0x9c]).expect("write");
+        std::os::unix::fs::symlink(".", dir.join("loop")).expect("symlink");
+        let suite = load_suite(root.path(), "demo").expect("loads");
+        assert_eq!(suite.tasks.len(), 1);
+        std::os::unix::fs::symlink(".", dir.join("tasks/alpha/check.py")).expect("symlink");
+        let e = load_suite(root.path(), "demo")
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("tasks/alpha/check.py` is a folder"), "{e}");
     }
 }
