@@ -272,6 +272,14 @@ fn from_run(
                 .into_iter()
                 .find(|m| !index.contains_key(m.as_str()))
                 .expect("one of the two is unknown");
+            // A model of the manifest without outputs: outputs.jsonl lost them, not this file.
+            if manifest.models.iter().any(|m| &m.id == unknown) {
+                return Err(JudgeError::usage(format!(
+                    "`{}` holds no outputs of model `{unknown}`, which run `{run}` records and whose comparisons are in {COMPARISONS_FILE}: outputs.jsonl was emptied or cut; restore it (the comparisons stand)",
+                    run_dir.file(crate::commands::generate::OUTPUTS_FILE).display()
+                ))
+                .into());
+            }
             return Err(damaged(format!(
                 "a comparison on task `{}` names model `{unknown}`, which has no outputs in run `{run}`",
                 c.task

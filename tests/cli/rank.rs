@@ -599,6 +599,19 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
             text(&out)
         );
     }
+    // Outputs lost, comparisons intact: outputs.jsonl is named, not this file.
+    std::fs::write(&path, &good).unwrap();
+    let outputs = p.read("runs/r/outputs.jsonl");
+    p.write("runs/r/outputs.jsonl", "");
+    let lost = p.run(&["rank", "--run", "r"]);
+    assert_eq!(lost.status.code(), Some(2), "{}", text(&lost));
+    assert!(
+        text(&lost).contains("outputs.jsonl` holds no outputs of model")
+            && !text(&lost).contains("delete it"),
+        "{}",
+        text(&lost)
+    );
+    p.write("runs/r/outputs.jsonl", &outputs);
     std::fs::remove_file(&path).unwrap();
     assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
