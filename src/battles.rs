@@ -870,9 +870,21 @@ fn outcome_of(winner: &[u8]) -> Result<RowOutcome, String> {
         b"failed" => Ok(RowOutcome::Failed),
         other => Err(format!(
             "unknown winner `{}` (expected model_a, model_b, tie, \"tie (bothbad)\", both_bad or failed)",
-            String::from_utf8_lossy(other)
+            quoted(other)
         )),
     }
+}
+
+/// A value from the file as an error quotes it: control characters escaped, and cut to 80
+/// characters (a 3 MB winner would make a 3 MB error line).
+fn quoted(raw: &[u8]) -> String {
+    const SHOWN: usize = 80;
+    let text = String::from_utf8_lossy(raw);
+    let mut shown: String = text.chars().take(SHOWN).collect();
+    if text.chars().nth(SHOWN).is_some() {
+        shown.push('…');
+    }
+    crate::report::printable(&shown).into_owned()
 }
 
 fn intern<'a>(
@@ -923,10 +935,7 @@ fn check_row(
         return Err("a model name is empty".into());
     }
     if a == b {
-        return Err(format!(
-            "model `{}` is compared with itself",
-            String::from_utf8_lossy(a)
-        ));
+        return Err(format!("model `{}` is compared with itself", quoted(a)));
     }
     if !has_question && unit == BootstrapUnit::Task {
         return Err(

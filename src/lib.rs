@@ -69,9 +69,16 @@ pub fn main_entry() -> ExitCode {
             // Written without `eprintln!`, which panics when stderr cannot be written: the
             // exit code still tells what happened.
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {err}");
+            // One line each, with control characters escaped: a message may quote a name
+            // from a file or the command line (`x\u{1b}[2J\nEVIL`), which must neither drive
+            // the terminal nor forge a line.
+            let _ = writeln!(stderr, "error: {}", report::printable(&err.to_string()));
             for cause in err.chain().skip(1) {
-                let _ = writeln!(stderr, "caused by: {cause}");
+                let _ = writeln!(
+                    stderr,
+                    "caused by: {}",
+                    report::printable(&cause.to_string())
+                );
             }
             error::exit_code_for(&err)
         }

@@ -713,6 +713,27 @@ fn names_from_a_file_are_escaped_in_every_format() {
         csv.contains("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""),
         "{csv}"
     );
+    // Errors quote names from the file escaped, on one line, and cut short.
+    let evil = "x\u{1b}[2J\nEVIL";
+    let huge = "w".repeat(100_000);
+    for (row, says) in [
+        (
+            serde_json::json!({"model_a": evil, "model_b": evil, "winner": "model_a"}),
+            "model `x\\u{1b}[2J\\nEVIL` is compared with itself",
+        ),
+        (
+            serde_json::json!({"model_a": "a", "model_b": "b", "winner": huge}),
+            "unknown winner `wwwwwwwwww",
+        ),
+    ] {
+        let file = battles_file(&p, "bad.jsonl", &[row]);
+        let out = p.run(&["rank", "--comparisons", &file]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!stderr.contains('\u{1b}') && stderr.len() < 500, "{stderr}");
+    }
 }
 
 /// Every resample of two identical battles is the data itself: both models' intervals have
