@@ -77,6 +77,17 @@ pub struct RankInput {
 /// Runs `judge rank`.
 pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
+    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
+    if let (Some(out), Some(input)) = (&args.output, &args.comparisons)
+        && input.as_os_str() != "-"
+        && std::fs::canonicalize(input).is_ok_and(|i| i == crate::report::output_target(out))
+    {
+        return Err(JudgeError::usage(format!(
+            "--output `{}` is the battles file being ranked; write the leaderboard elsewhere",
+            out.display()
+        ))
+        .into());
+    }
     let started = Instant::now();
     let (input, run_dir, prompt) = match (&args.run, &args.comparisons) {
         (Some(run), None) => {

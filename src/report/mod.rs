@@ -168,12 +168,47 @@ fn link_target(path: &std::path::Path) -> std::path::PathBuf {
     at
 }
 
+/// The file a report named `path` lands in: symbolic links followed; a path that does not
+/// exist yet as named, and a dangling link's target.
+pub fn output_target(path: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| link_target(path))
+}
+
+/// Refuses an `--output` that would replace a file a run directory holds (see
+/// [`write_stdout_or_file`]); commands call it before they write anything.
+pub fn refuse_output_over_run_file(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(p) = path else { return Ok(()) };
+    match run_holding(&output_target(p)) {
+        Some(run) => Err(crate::error::JudgeError::usage(format!(
+            "--output `{}` would replace a file of run directory `{}`, which judge writes and reads back; write the report elsewhere",
+            p.display(),
+            run.display()
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// The run directory (a folder with a `manifest.json`, the file's own or its parent's) that
+/// holds `target` when `target` is an existing file.
+fn run_holding(target: &std::path::Path) -> Option<std::path::PathBuf> {
+    if !target.is_file() {
+        return None;
+    }
+    target
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .find(|dir| dir.join("manifest.json").is_file())
+        .map(std::path::Path::to_path_buf)
+}
+
 /// See [`write_stdout_or_file`].
 fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     // A path that does not exist yet is created as named; a dangling link gets its target
     // created (the link stays).
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| link_target(path));
+    let target = output_target(path);
     match std::fs::metadata(&target) {
         Ok(meta) if !meta.is_file() && !meta.is_dir() => {
             let mut out = std::fs::OpenOptions::new().write(true).open(&target)?;
@@ -189,9 +224,13 @@ fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// and its target replaced, so the link stays; anything else — `/dev/null`, `/dev/stdout`, a
 /// FIFO — is written into as it is, since a rename would put a regular file in its place (as
 /// root, instead of the system's `/dev/null`).
+///
+/// A file a run already holds (its manifest, records, leaderboards, labels) is refused: the
+/// report would replace data judge wrote and reads back.
 pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
+    refuse_output_over_run_file(path)?;
     if let Some(p) = path {
         return write_named_file(p, bytes)
             .with_context(|| format!("failed to write `{}`", p.display()));

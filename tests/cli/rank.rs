@@ -599,6 +599,59 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
             text(&out)
         );
     }
+    // An --output over a run's own file, or over the battles file ranked, is refused before
+    // anything is written.
+    std::fs::write(&path, &good).unwrap();
+    for (args, says) in [
+        (
+            &["rank", "--run", "r", "--output", "runs/r/manifest.json"][..],
+            "would replace a file of run directory",
+        ),
+        (
+            &["check", "--run", "r", "--output", "runs/r/checks.jsonl"],
+            "would replace a file of run directory",
+        ),
+        (
+            &[
+                "rank",
+                "--comparisons",
+                "runs/r/comparisons.jsonl",
+                "--output",
+                "runs/r/../r/comparisons.jsonl",
+            ],
+            "would replace a file of run directory",
+        ),
+    ] {
+        let before: Vec<_> = p
+            .all_files()
+            .iter()
+            .map(|f| (f.clone(), std::fs::read(f).unwrap()))
+            .collect();
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+        let after: Vec<_> = p
+            .all_files()
+            .iter()
+            .map(|f| (f.clone(), std::fs::read(f).unwrap()))
+            .collect();
+        assert!(before == after, "{args:?} changed files");
+    }
+    std::fs::copy(&path, p.path().join("battles.jsonl")).unwrap();
+    let same = p.run(&[
+        "rank",
+        "--comparisons",
+        "battles.jsonl",
+        "--output",
+        "./battles.jsonl",
+    ]);
+    assert_eq!(same.status.code(), Some(2), "{}", text(&same));
+    assert!(
+        text(&same).contains("is the battles file being ranked"),
+        "{}",
+        text(&same)
+    );
+    assert!(p.read("battles.jsonl") == good, "the battles file changed");
     // Outputs lost, comparisons intact: outputs.jsonl is named, not this file.
     std::fs::write(&path, &good).unwrap();
     let outputs = p.read("runs/r/outputs.jsonl");

@@ -5,6 +5,7 @@ use super::*;
 
 /// `judge label export`: the blind sheet.
 pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
+    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
     let l = open(cli, &args.run)?;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
