@@ -109,12 +109,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
-/// Like [`write_atomic`], streaming the contents through `fill`.
-pub fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    use std::io::Write;
+/// Writes several files as one step as far as a filesystem allows: every file goes to its
+/// temp file first, and only when all are written are they renamed into place. A failure
+/// while writing (a full disk, a directory where a file belongs) leaves every old file as
+/// it was, rather than some new and some old.
+pub fn write_atomic_all(files: &[(std::path::PathBuf, Vec<u8>)]) -> std::io::Result<()> {
+    let mut staged: Vec<(std::path::PathBuf, &Path)> = Vec::with_capacity(files.len());
+    let result = (|| {
+        for (path, bytes) in files {
+            let tmp = temp_path(path)?;
+            staged.push((tmp.clone(), path));
+            std::fs::write(&tmp, bytes)?;
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+                return Err(std::io::Error::other(format!(
+                    "`{}` is a directory",
+                    path.display()
+                )));
+            }
+        }
+        for (tmp, path) in &staged {
+            std::fs::rename(tmp, path)?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        for (tmp, _) in &staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+    result
+}
+
+/// A fresh temp file name beside `path` (its folder created).
+fn temp_path(path: &Path) -> std::io::Result<std::path::PathBuf> {
     let dir = path
         .parent()
         .expect("atomic writes target a file inside a directory");
@@ -124,7 +151,16 @@ pub fn write_atomic_with(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+    Ok(dir.join(format!(".{name}.tmp.{}.{n}", std::process::id())))
+}
+
+/// Like [`write_atomic`], streaming the contents through `fill`.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = temp_path(path)?;
     let result = (|| {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         fill(&mut f)?;
@@ -140,6 +176,38 @@ pub fn write_atomic_with(
 
 #[cfg(test)]
 mod tests {
+    /// A set of files is replaced all together or not at all: a directory where the second
+    /// belongs leaves the first as it was, and no temp file behind.
+    #[test]
+    fn files_written_together_all_stay_old_when_one_cannot_be_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b, c) = (
+            dir.path().join("a.json"),
+            dir.path().join("b.csv"),
+            dir.path().join("sub/c.md"),
+        );
+        std::fs::write(&a, "old a").expect("write");
+        std::fs::create_dir(&b).expect("mkdir");
+        let files = [
+            (a.clone(), b"new a".to_vec()),
+            (b.clone(), b"new b".to_vec()),
+            (c.clone(), b"new c".to_vec()),
+        ];
+        assert!(super::write_atomic_all(&files).is_err());
+        assert_eq!(std::fs::read_to_string(&a).expect("read"), "old a");
+        assert!(!c.exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        std::fs::remove_dir(&b).expect("rmdir");
+        super::write_atomic_all(&files).expect("written");
+        for (path, bytes) in &files {
+            assert_eq!(&std::fs::read(path).expect("read"), bytes);
+        }
+    }
+
     /// Users' caches survive judge's upgrades only while equal requests keep their keys: the
     /// key of each provider kind's default request is pinned (the canonical JSON with sorted keys, hashed
     /// as Python's `json.dumps(sort_keys=True, separators=(",", ":"))` would give it).

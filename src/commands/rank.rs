@@ -169,17 +169,26 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             (false, Some(j)) => vec!["leaderboard".into(), format!("leaderboards/{j}")],
             (false, None) => vec!["leaderboard".into()],
         };
-        for name in names {
+        // All six files in one step: a failure leaves the old ones, not a mix.
+        let mut files = Vec::new();
+        for name in &names {
             for (ext, format) in [
                 ("json", Format::Json),
                 ("csv", Format::Csv),
                 ("md", Format::Md),
             ] {
-                let path = dir.file(&format!("{name}.{ext}"));
-                crate::cache::write_atomic(&path, &render_leaderboard(&board, format))
-                    .with_context(|| format!("failed to write `{}`", path.display()))?;
+                files.push((
+                    dir.file(&format!("{name}.{ext}")),
+                    render_leaderboard(&board, format),
+                ));
             }
         }
+        crate::cache::write_atomic_all(&files).with_context(|| {
+            format!(
+                "failed to write the leaderboards into `{}` (the earlier ones are left as they were)",
+                dir.path().display()
+            )
+        })?;
     }
     write_stdout_or_file(
         &render_leaderboard(&board, args.format),
