@@ -403,7 +403,14 @@ fn visit_jsonl<T: DeserializeOwned>(
                     );
                 }
             }
-            None => {}
+            None => {
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    eprintln!(
+                        "warning: {}:{line_no}: skipped a last line without its end (a record being written, or cut off when a process was killed)",
+                        path.display()
+                    );
+                }
+            }
         }
         break;
     }

@@ -78,7 +78,12 @@ fn labelled_project(server: &FakeServer) -> Project {
     p
 }
 
-fn session(p: &Project, labeller: &str, keys: &str, extra: &[&str]) -> std::process::Output {
+fn session(
+    p: &Project,
+    labeller: &str,
+    keys: impl AsRef<[u8]>,
+    extra: &[&str],
+) -> std::process::Output {
     let mut child = p
         .judge()
         .args(["label", "--run", "r", "--labeller", labeller])
@@ -89,7 +94,7 @@ fn session(p: &Project, labeller: &str, keys: &str, extra: &[&str]) -> std::proc
         .spawn()
         .unwrap();
     // A session refused at once (a bad labeller id) closes its stdin before reading the keys.
-    let _ = child.stdin.take().unwrap().write_all(keys.as_bytes());
+    let _ = child.stdin.take().unwrap().write_all(keys.as_ref());
     child.wait_with_output().unwrap()
 }
 
@@ -150,7 +155,7 @@ fn sample_label_score_and_rank_end_to_end() {
     );
 
     // A scripted session: label every item the way the judge would (the better answer).
-    let out = session(&p, "alice", &judge_keys(&sample), &[]);
+    let out = session(&p, "alice", judge_keys(&sample), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -456,7 +461,7 @@ fn force_resample_archives_labels_instead_of_attaching_them_to_new_items() {
     let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let old_sample = p.jsonl("runs/r/labels/sample.jsonl");
-    let out = session(&p, "bob", &judge_keys(&old_sample), &[]);
+    let out = session(&p, "bob", judge_keys(&old_sample), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let old_labels = p.read("runs/r/labels/bob.jsonl");
     assert_eq!(old_labels.lines().count(), 12);
@@ -533,7 +538,7 @@ fn labels_of_a_replaced_sample_are_refused_with_file_and_line() {
     let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let old_sample = p.jsonl("runs/r/labels/sample.jsonl");
-    let out = session(&p, "bob", &judge_keys(&old_sample), &[]);
+    let out = session(&p, "bob", judge_keys(&old_sample), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let old_labels = p.read("runs/r/labels/bob.jsonl");
 
@@ -666,6 +671,18 @@ fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
     let labels =
         std::fs::read_to_string(p.path().join("runs/r/labels/bob.jsonl")).unwrap_or_default();
     assert!(labels.trim().is_empty(), "{labels}");
+    // A line that is not UTF-8 is no key: said, and the session goes on (it ended in silence).
+    let out = session(&p, "bob", b"\xff\n1\nq\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("not a key: the line is not valid UTF-8"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/labels/bob.jsonl").len(), 1);
+    // Reserved ids are reserved in any case.
+    let out = session(&p, "ALL", "q\n", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
 /// Several people label one run at once; scoring and exporting go on meanwhile; the same
@@ -825,6 +842,25 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     let out = import("semicolons.csv");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/eva.jsonl").len(), 6);
+    // A column named twice is refused, not read from its first copy.
+    let sheet = p.read("sheet.csv");
+    let (head, body) = sheet.split_once('\n').unwrap();
+    p.write("twice.csv", &format!("{head},choice\n{body}"));
+    let out = p.run(&[
+        "label",
+        "import",
+        "twice.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "ivo",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("names column `choice` twice"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// In a terminal, Ctrl-C quits the session like `q` (every label kept) instead of killing it

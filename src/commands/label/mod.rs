@@ -121,7 +121,10 @@ fn valid_labeller(id: &str) -> Result<(), JudgeError> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
     // `judge` and `all` name rows of the score's CSV.
-    let reserved = ["sample", "agreement", "judge", "all"].contains(&id);
+    // Case ignored: `ALL` names the same file on a case-insensitive file system.
+    let reserved = ["sample", "agreement", "judge", "all"]
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(id));
     if ok && !reserved {
         Ok(())
     } else {

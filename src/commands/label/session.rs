@@ -72,12 +72,18 @@ impl Keys {
                 }
             }
         }
-        let mut line = String::new();
+        let mut bytes = Vec::new();
         loop {
-            line.clear();
-            match self.stdin.read_line(&mut line) {
+            bytes.clear();
+            match self.stdin.read_until(b'\n', &mut bytes) {
                 Ok(0) | Err(_) => return None,
                 Ok(_) => {
+                    // A line that is not UTF-8 is not a key: said, and the item asked again
+                    // (it ended the session in silence).
+                    let Ok(line) = std::str::from_utf8(&bytes) else {
+                        eprintln!("not a key: the line is not valid UTF-8");
+                        continue;
+                    };
                     let mut keys = line.trim().chars();
                     match (keys.next(), keys.next()) {
                         (Some(c), None) => return Some(c),

@@ -179,6 +179,20 @@ pub(super) fn read_sheet(
         .headers()
         .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?
         .clone();
+    // A column named twice would be read from its first copy without a word.
+    let mut named = BTreeSet::new();
+    if let Some(twice) = headers
+        .iter()
+        .map(str::trim)
+        .find(|h| !h.is_empty() && !named.insert(*h))
+    {
+        return Err(JudgeError::usage(format!(
+            "{}: the header names column `{}` twice; keep one",
+            file.display(),
+            crate::report::printable(twice)
+        ))
+        .into());
+    }
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
     let (Some(item_col), Some(choice_col)) = (col("item"), col("choice")) else {
         return Err(JudgeError::usage(format!(
