@@ -355,8 +355,14 @@ struct RawModel {
 /// Reads and validates the config file. Errors are [`crate::error::JudgeError::Usage`].
 pub fn load_config(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path).map_err(|e| {
+        let what = match e.kind() {
+            std::io::ErrorKind::NotFound => "create it, or pass --config PATH",
+            std::io::ErrorKind::InvalidData => "it is not valid UTF-8: save it as UTF-8",
+            _ if path.is_dir() => "it is a directory: pass the TOML file with --config PATH",
+            _ => "check that you can read it",
+        };
         crate::error::JudgeError::usage(format!(
-            "cannot read config `{}`: {e} (create it, or pass --config PATH)",
+            "cannot read config `{}`: {e} ({what})",
             path.display()
         ))
     })?;

@@ -342,3 +342,21 @@ fn the_suite_is_a_folder_name() {
     }
     assert!(parse(&GOOD.replace("python-pitfalls", "pitfalls_v1.2")).is_ok());
 }
+
+/// A config that exists but cannot be read says why, not "create it".
+#[test]
+fn an_unreadable_config_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = load_config(dir.path())
+        .expect_err("a directory")
+        .to_string();
+    assert!(e.contains("it is a directory"), "{e}");
+    let latin1 = dir.path().join("judge.toml");
+    std::fs::write(&latin1, b"[run]\nsuite = \"caf\xe9\"\n").expect("write");
+    let e = load_config(&latin1).expect_err("not UTF-8").to_string();
+    assert!(e.contains("not valid UTF-8: save it as UTF-8"), "{e}");
+    let e = load_config(&dir.path().join("missing.toml"))
+        .expect_err("missing")
+        .to_string();
+    assert!(e.contains("create it, or pass --config PATH"), "{e}");
+}

@@ -192,8 +192,19 @@ pub fn resume_conflict(
 pub fn read_manifest(run_dir: &super::run_dir::RunDir) -> anyhow::Result<Manifest> {
     use anyhow::Context;
     let path = run_dir.file("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(crate::error::JudgeError::usage(format!(
+                "`{}` is not valid UTF-8; restore it or start a new run",
+                path.display()
+            ))
+            .into());
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("failed to read `{}`", path.display()));
+        }
+    };
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         crate::error::JudgeError::usage(format!(
             "`{}` is not a valid manifest ({e}); start a new run",
@@ -202,10 +213,11 @@ pub fn read_manifest(run_dir: &super::run_dir::RunDir) -> anyhow::Result<Manifes
     })?;
     if manifest.schema_version > SCHEMA_VERSION {
         return Err(crate::error::JudgeError::usage(format!(
-            "`{}` has schema_version {}, newer than this judge reads ({SCHEMA_VERSION}); the run was written by a newer judge {}: use that version",
+            "`{}` has schema_version {}, newer than this judge reads ({SCHEMA_VERSION}); it names judge {} as its writer (this is {}): read it with a judge that knows that schema",
             path.display(),
             manifest.schema_version,
-            manifest.tool_version
+            manifest.tool_version,
+            env!("CARGO_PKG_VERSION")
         ))
         .into());
     }

@@ -27,7 +27,7 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
             available.join(", ")
         };
         return Err(JudgeError::usage(format!(
-            "suite `{name}` not found in `{}` (available: {list}); set [run] suite in judge.toml",
+            "suite `{name}` not found in `{}` (available: {list}); set [run] suite in the config file",
             suites_dir.display()
         ))
         .into());
