@@ -614,8 +614,14 @@ fn classify(
     if !launched {
         return CheckResult::Error;
     }
+    // A process's CPU time grows at most as fast as the cores it can use: a SIGXCPU sooner
+    // than the limit allows is an exit status that looks like one (`sys.exit(152)` reaches
+    // here as signal 24 through bwrap), the code's own failure.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     match (signal, exit_code) {
-        (Some(SIGXCPU), _) => CheckResult::Timeout,
+        (Some(SIGXCPU), _) if duration_ms >= cpu_secs.saturating_mul(1000) / cores => {
+            CheckResult::Timeout
+        }
         (Some(SIGKILL), _) if duration_ms >= cpu_secs.saturating_mul(1000) => CheckResult::Timeout,
         // Python started: a crash (SIGSEGV, an abort, the OOM killer) is the code's failure.
         // `error` would take the comparison out of the rating, which code could buy by

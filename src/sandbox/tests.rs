@@ -221,7 +221,10 @@ fn classify_table() {
     assert_eq!(c(true, false, None, Some(9), 5), Timeout);
     assert_eq!(c(false, false, Some(1), None, 5), Error);
     assert_eq!(c(false, false, Some(0), None, 5), Error);
-    assert_eq!(c(false, true, None, Some(SIGXCPU), 5), Timeout);
+    assert_eq!(c(false, true, None, Some(SIGXCPU), 10_200), Timeout);
+    // Sooner than the CPU limit could be reached on every core: an exit status 152 that
+    // bwrap's encoding turned into signal 24.
+    assert_eq!(c(false, true, None, Some(SIGXCPU), 120), Fail);
     assert_eq!(c(false, true, None, Some(SIGKILL), 10_500), Timeout);
     // Once Python started, a crash is the code's failure, never `error` (which would take
     // the comparison out of the rating).
