@@ -88,13 +88,34 @@ impl OutputRecord {
 }
 
 /// The `verdict` field of a judgment: a parsed verdict, or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum JudgmentVerdict {
     /// `1`, `2`, `tie` or `both_bad` (position-relative: 1 = the answer shown first).
     Parsed(crate::verdict::Verdict),
     /// Unparsable after the retry, or the call failed.
     Failed(FailedMarker),
+}
+
+/// Read from its string with an error that names the values (serde's untagged enums say only
+/// "did not match any variant").
+impl<'de> Deserialize<'de> for JudgmentVerdict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::verdict::Verdict;
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(match &*s {
+            "1" => Self::Parsed(Verdict::First),
+            "2" => Self::Parsed(Verdict::Second),
+            "tie" => Self::Parsed(Verdict::Tie),
+            "both_bad" => Self::Parsed(Verdict::BothBad),
+            "failed" => Self::Failed(FailedMarker::Failed),
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown verdict `{other}` (expected \"1\", \"2\", \"tie\", \"both_bad\" or \"failed\")"
+                )));
+            }
+        })
+    }
 }
 
 /// The literal `"failed"`.
@@ -159,4 +180,32 @@ pub struct ComparisonRecord {
     pub flipped: bool,
     /// Decided by a failed generation, without asking the judge.
     pub by_failure: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judgment_verdicts_round_trip_and_a_bad_one_names_the_values() {
+        use crate::verdict::Verdict;
+        for v in [
+            JudgmentVerdict::Parsed(Verdict::First),
+            JudgmentVerdict::Parsed(Verdict::Second),
+            JudgmentVerdict::Parsed(Verdict::Tie),
+            JudgmentVerdict::Parsed(Verdict::BothBad),
+            JudgmentVerdict::Failed(FailedMarker::Failed),
+        ] {
+            let text = serde_json::to_string(&v).expect("serialises");
+            assert_eq!(
+                serde_json::from_str::<JudgmentVerdict>(&text).expect("reads"),
+                v
+            );
+        }
+        let e = serde_json::from_str::<JudgmentVerdict>("\"maybe\"")
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.contains("unknown verdict `maybe` (expected"), "{e}");
+        assert!(serde_json::from_str::<JudgmentVerdict>("1").is_err());
+    }
 }
