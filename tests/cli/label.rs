@@ -861,6 +861,28 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         "{}",
         text(&out)
     );
+    // A quote left open is named as the cause of the short row.
+    p.write(
+        "open.csv",
+        &format!("{head}\n\"i0001,t,s,p,a,b,1\ni0002,t,s,p,a,b,1\n"),
+    );
+    let out = p.run(&[
+        "label",
+        "import",
+        "open.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "ivo",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "open.csv:2: the row has 1 cells and the header 7 (a `\"` opened in it is never closed"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 /// In a terminal, Ctrl-C quits the session like `q` (every label kept) instead of killing it

@@ -224,10 +224,19 @@ pub(super) fn read_sheet(
             continue;
         }
         if row.len() != headers.len() {
+            // A quote left open swallows the rest of the file into one cell.
+            let open_quote = row.len() < headers.len()
+                && row.iter().next_back().is_some_and(|c| c.contains('\n'))
+                && bytes.iter().filter(|&&b| b == b'"').count() % 2 == 1;
             errors.push(at(format!(
-                "the row has {} cells and the header {}",
+                "the row has {} cells and the header {}{}",
                 row.len(),
-                headers.len()
+                headers.len(),
+                if open_quote {
+                    " (a `\"` opened in it is never closed, so the rest of the file reads as one cell)"
+                } else {
+                    ""
+                }
             )));
             continue;
         }
