@@ -261,6 +261,11 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     pub models: Vec<ModelConfig>,
     pub judges: Vec<ModelConfig>,
+    /// Providers that send their kind's default key variable (`OPENAI_API_KEY`, …) to a host
+    /// other than that kind's API, because `api_key_env` was left out: said when the key is
+    /// read, since that server may not be the key's owner.
+    #[serde(skip)]
+    pub default_key_elsewhere: BTreeSet<String>,
 }
 
 impl Config {
@@ -386,8 +391,24 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| syntax_error(file, text, &e))?;
     let run = resolve_run(raw.run, &err)?;
     let mut providers = BTreeMap::new();
+    let mut default_key_elsewhere = BTreeSet::new();
     for (name, p) in raw.providers {
+        let defaulted_key = p.api_key_env.is_none() && p.base_url.is_some();
         let resolved = resolve_provider(&name, p, &err)?;
+        let host = |url: &str| {
+            reqwest::Url::parse(url)
+                .ok()?
+                .host_str()
+                .map(str::to_string)
+        };
+        let elsewhere = resolved
+            .kind
+            .defaults()
+            .zip(resolved.base_url.as_deref())
+            .is_some_and(|((default_url, _), url)| host(url) != host(default_url));
+        if defaulted_key && elsewhere {
+            default_key_elsewhere.insert(name.clone());
+        }
         providers.insert(name, resolved);
     }
     let models = resolve_models("models", raw.models, &providers, &err)?;
@@ -465,6 +486,7 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
         providers,
         models,
         judges,
+        default_key_elsewhere,
     })
 }
 

@@ -141,7 +141,17 @@ pub fn build_http_providers(
                     ))
                     .into());
                 }
-                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
+                Ok(v) if !v.trim().is_empty() => {
+                    if config.default_key_elsewhere.contains(&p.name) {
+                        eprintln!(
+                            "note: provider `{}` sends `{env}` (the default key of kind `{}`) to {}, which is not that kind's API: if that server takes another key, set api_key_env to its variable (\"\" for none); set api_key_env = \"{env}\" to keep sending it and drop this note",
+                            p.name,
+                            p.kind.as_str(),
+                            p.base_url.as_deref().unwrap_or("")
+                        );
+                    }
+                    Some(Secret::new(v.trim().to_string()))
+                }
                 _ => {
                     return Err(JudgeError::usage(format!(
                         "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set another variable's name as api_key_env under [providers.{}] in {} (\"\" for a server that needs no key)",
