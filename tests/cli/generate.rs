@@ -541,6 +541,25 @@ fn a_key_with_a_control_character_is_refused_before_any_request() {
     assert!(!p.path().join("runs").exists());
 }
 
+/// The kind's default key sent to another host is noted; naming the variable drops the note.
+#[test]
+fn the_default_key_sent_to_another_host_is_noted() {
+    let server = FakeServer::start(echo);
+    for (extra, noted) in [("", true), ("api_key_env = \"OPENAI_API_KEY\"", false)] {
+        let p = Project::with_suite(1, &config(&server.url, extra));
+        let out = p.run(&["generate", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(
+            text(&out).contains(
+                "note: provider `fake` sends `OPENAI_API_KEY` (the default key of kind `openai`)"
+            ),
+            noted,
+            "{extra}: {}",
+            text(&out)
+        );
+    }
+}
+
 /// `--refresh` asks again only for items still to generate: on a finished run it says so
 /// rather than doing nothing in silence.
 #[test]
