@@ -374,9 +374,15 @@ pub fn load_config(path: &Path) -> anyhow::Result<Config> {
     let mut config = parse_config(&path.display().to_string(), &text)
         .map_err(|e| crate::error::JudgeError::usage(e.to_string()))?;
     config.path = path.to_path_buf();
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    config.root = parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    config.root = project_root(path);
     Ok(config)
+}
+
+/// The project root of the config file at `path`: its directory (`suites/`, `cache/` and
+/// `runs/` live there).
+pub fn project_root(path: &Path) -> PathBuf {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Parses and validates config text. `file` names the source in errors.

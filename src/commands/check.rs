@@ -153,7 +153,10 @@ fn sha256_hex(text: &str) -> String {
 
 /// Runs `judge check`.
 pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
-    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
+    crate::report::refuse_output_into_run(
+        args.output.as_deref(),
+        &crate::config::project_root(&cli.config).join("runs"),
+    )?;
     let config = load_config(&cli.config)?;
     let (mut run_dir, manifest, suite, outputs) = load_run(&config, &args.run)?;
     let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;

@@ -77,7 +77,10 @@ pub struct RankInput {
 /// Runs `judge rank`.
 pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     check_fit_args(args.resamples, args.allow_few_resamples, args.prior)?;
-    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
+    crate::report::refuse_output_into_run(
+        args.output.as_deref(),
+        &crate::config::project_root(&cli.config).join("runs"),
+    )?;
     if let (Some(out), Some(input)) = (&args.output, &args.comparisons)
         && input.as_os_str() != "-"
         && std::fs::canonicalize(input).is_ok_and(|i| i == crate::report::output_target(out))

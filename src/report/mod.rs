@@ -174,33 +174,56 @@ pub fn output_target(path: &std::path::Path) -> std::path::PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| link_target(path))
 }
 
-/// Refuses an `--output` that would replace a file a run directory holds (see
-/// [`write_stdout_or_file`]); commands call it before they write anything.
-pub fn refuse_output_over_run_file(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+/// Refuses an `--output` that lands inside a run directory under `runs_dir` (the project's
+/// `runs/`), whether the file is there yet or not: a run's folder holds only what judge writes
+/// and reads back (a report saved as `labels/x.jsonl` would be read as labels). Commands call
+/// it before they write anything.
+pub fn refuse_output_into_run(
+    path: Option<&std::path::Path>,
+    runs_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     let Some(p) = path else { return Ok(()) };
-    match run_holding(&output_target(p)) {
-        Some(run) => Err(crate::error::JudgeError::usage(format!(
-            "--output `{}` would replace a file of run directory `{}`, which judge writes and reads back; write the report elsewhere",
-            p.display(),
-            run.display()
-        ))
-        .into()),
-        None => Ok(()),
+    let (Ok(runs), target) = (std::fs::canonicalize(runs_dir), resolved(&output_target(p))) else {
+        return Ok(());
+    };
+    let Ok(inside) = target.strip_prefix(&runs) else {
+        return Ok(());
+    };
+    // `runs/<run>/…`: at least a run's folder and a name in it.
+    if inside.components().count() < 2 {
+        return Ok(());
     }
+    let run = inside.components().next().map_or_else(String::new, |c| {
+        c.as_os_str().to_string_lossy().into_owned()
+    });
+    Err(crate::error::JudgeError::usage(format!(
+        "--output `{}` is inside run `{run}`'s folder, which holds only what judge writes and reads back; write the report elsewhere",
+        p.display()
+    ))
+    .into())
 }
 
-/// The run directory (a folder with a `manifest.json`, the file's own or its parent's) that
-/// holds `target` when `target` is an existing file.
-fn run_holding(target: &std::path::Path) -> Option<std::path::PathBuf> {
-    if !target.is_file() {
-        return None;
+/// `path` made absolute through its longest existing ancestor (symbolic links in it followed),
+/// the rest appended as named.
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = if parent.as_os_str().is_empty() {
+                    std::path::Path::new(".")
+                } else {
+                    parent
+                };
+            }
+            _ => return path.to_path_buf(),
+        }
     }
-    target
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .find(|dir| dir.join("manifest.json").is_file())
-        .map(std::path::Path::to_path_buf)
 }
 
 /// See [`write_stdout_or_file`].
@@ -224,13 +247,9 @@ fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// and its target replaced, so the link stays; anything else — `/dev/null`, `/dev/stdout`, a
 /// FIFO — is written into as it is, since a rename would put a regular file in its place (as
 /// root, instead of the system's `/dev/null`).
-///
-/// A file a run already holds (its manifest, records, leaderboards, labels) is refused: the
-/// report would replace data judge wrote and reads back.
 pub fn write_stdout_or_file(bytes: &[u8], path: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    refuse_output_over_run_file(path)?;
     if let Some(p) = path {
         return write_named_file(p, bytes)
             .with_context(|| format!("failed to write `{}`", p.display()));

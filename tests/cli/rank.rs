@@ -605,11 +605,11 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
     for (args, says) in [
         (
             &["rank", "--run", "r", "--output", "runs/r/manifest.json"][..],
-            "would replace a file of run directory",
+            "is inside run `r`'s folder",
         ),
         (
             &["check", "--run", "r", "--output", "runs/r/checks.jsonl"],
-            "would replace a file of run directory",
+            "is inside run `r`'s folder",
         ),
         (
             &[
@@ -619,7 +619,7 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
                 "--output",
                 "runs/r/../r/comparisons.jsonl",
             ],
-            "would replace a file of run directory",
+            "is inside run `r`'s folder",
         ),
     ] {
         let before: Vec<_> = p
@@ -636,6 +636,33 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
             .map(|f| (f.clone(), std::fs::read(f).unwrap()))
             .collect();
         assert!(before == after, "{args:?} changed files");
+    }
+    // A file a run does not hold yet is inside it too; a folder that merely has a
+    // manifest.json (a web app's) is no run.
+    let o = p.run(&["label", "sample", "--run", "r", "--n", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = p.run(&[
+        "label",
+        "export",
+        "--run",
+        "r",
+        "--output",
+        "runs/r/labels/eve.jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!p.path().join("runs/r/labels/eve.jsonl").exists());
+    p.write("site/manifest.json", "{}");
+    for _ in 0..2 {
+        let o = p.run(&[
+            "rank",
+            "--run",
+            "r",
+            "--format",
+            "md",
+            "--output",
+            "site/lb.md",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     }
     std::fs::copy(&path, p.path().join("battles.jsonl")).unwrap();
     let same = p.run(&[

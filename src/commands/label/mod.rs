@@ -370,7 +370,10 @@ pub fn read_all_labels(run_dir: &RunDir) -> anyhow::Result<BTreeMap<String, Vec<
 /// `judge label score`.
 fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
     crate::commands::rank::check_resamples(args.resamples, args.allow_few_resamples)?;
-    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
+    crate::report::refuse_output_into_run(
+        args.output.as_deref(),
+        &crate::config::project_root(&cli.config).join("runs"),
+    )?;
     let l = open(cli, &args.run)?;
     let comparisons: Vec<ComparisonRecord> =
         l.run_dir.read_jsonl(&l.run_dir.file(COMPARISONS_FILE))?;

@@ -5,7 +5,10 @@ use super::*;
 
 /// `judge label export`: the blind sheet.
 pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcome> {
-    crate::report::refuse_output_over_run_file(args.output.as_deref())?;
+    crate::report::refuse_output_into_run(
+        args.output.as_deref(),
+        &crate::config::project_root(&cli.config).join("runs"),
+    )?;
     let l = open(cli, &args.run)?;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
