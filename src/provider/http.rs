@@ -262,9 +262,11 @@ impl HttpProvider {
         let mut attempt = 0;
         loop {
             // A 429 that came while this request waited for its slot pauses it too: the
-            // whole provider waits, not only the request that got it.
+            // whole provider waits, not only the request that got it. It then takes a new
+            // slot (its tokens are already counted), so that the requests the pause held
+            // back go out spaced, not all at its end.
             let mut wait = self.limiter.reserve(request.estimated_tokens);
-            while !wait.is_zero() {
+            loop {
                 if !wait_unless_stopped(wait, stopping, deadline).await {
                     let not_sent = ProviderError::new(
                         ErrorClass::Network,
@@ -272,7 +274,10 @@ impl HttpProvider {
                     );
                     return (Err(not_sent), attempt);
                 }
-                wait = self.limiter.pause_left();
+                if self.limiter.pause_left().is_zero() {
+                    break;
+                }
+                wait = self.limiter.reserve(0);
             }
             attempt += 1;
             let err = match self.send_once(request).await {

@@ -233,6 +233,14 @@ fn a_429_pauses_requests_already_waiting_for_their_slot() {
             later.duration_since(limited)
         );
     }
+    // And after it, spaced as requests_per_minute says, not all at its end.
+    for pair in arrivals[1..].windows(2) {
+        assert!(
+            pair[1].duration_since(pair[0]) >= Duration::from_millis(400),
+            "two requests {:?} apart under 120 per minute",
+            pair[1].duration_since(pair[0])
+        );
+    }
 }
 
 #[test]
