@@ -97,7 +97,10 @@ pub struct CheckRecord {
 /// 8: a check ends itself only at one of its own exits (a `raise`, a call of exit/quit/main);
 /// a SystemExit(0) raised through a slot of the solution's object (`__repr__ = sys.exit`
 /// under `%r`) is a failure.
-pub const RUNNER_VERSION: u32 = 8;
+/// 9: the check's exits include names it imports them as, and never the solution's
+/// (`solution.main()`); a call whose receiver spans lines counts; the garbage collector's
+/// settings are guarded, and sys.argv and sys.warnoptions must stay lists.
+pub const RUNNER_VERSION: u32 = 9;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]

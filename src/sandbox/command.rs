@@ -82,19 +82,51 @@ except BaseException:
     _write(2, _invalid)
     os._exit(1)
 linecache.cache['check.py'] = (len(_text), None, _text.splitlines(True), 'check.py')
+_EXIT_NAMES = ('exit', 'quit', 'main', 'TestProgram')
 def _exit_spans(text):
-    # Where the check may end itself: its `raise` statements and its calls of something named
-    # exit, quit or main (sys.exit, exit(), unittest.main(), a main() of its own), by source
-    # span. Any other instruction of the check that raises SystemExit(0) ran the solution's
+    # Where the check may end itself, by source span (end -> start): its `raise` statements
+    # and its calls of something named exit, quit, main or TestProgram (sys.exit, exit(),
+    # unittest.main(), a main() of its own), or of a name it imports one of those as (`from
+    # unittest import main as run_tests`). Not a call of the solution's (`solution.main()`,
+    # `from solution import main`): a solution's `main = sys.exit` is not the check ending
+    # itself. Any other instruction of the check that raises SystemExit(0) ran the solution's
     # code through a slot (`__repr__ = sys.exit` under `%r`, `__eq__` under `==`).
     import ast
-    spans = set()
+    spans = {}
     try:
-        for n in ast.walk(ast.parse(text)):
+        tree = ast.parse(text)
+        names, foreign = set(_EXIT_NAMES), set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom):
+                for a in n.names:
+                    if (n.module or '').split('.')[0] == 'solution':
+                        foreign.add(a.asname or a.name)
+                    elif a.name in _EXIT_NAMES:
+                        names.add(a.asname or a.name)
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    if a.name.split('.')[0] == 'solution':
+                        foreign.add((a.asname or a.name).split('.')[0])
+        def exit_named(v):
+            # `sys.exit`, `unittest.main`, `exit`: not the solution's.
+            base = v
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in foreign:
+                return False
+            return (isinstance(v, ast.Name) and v.id in names) or (
+                isinstance(v, ast.Attribute) and v.attr in _EXIT_NAMES)
+        # Names the check gives an exit (`die = sys.exit`) or a TestProgram subclass.
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign) and exit_named(n.value):
+                names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+            elif isinstance(n, ast.ClassDef) and any(exit_named(b) for b in n.bases):
+                names.add(n.name)
+        names -= foreign
+        for n in ast.walk(tree):
             f = n.func if isinstance(n, ast.Call) else None
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            if isinstance(n, ast.Raise) or name in ('exit', 'quit', 'main'):
-                spans.add((n.lineno, n.end_lineno, n.col_offset, n.end_col_offset))
+            if isinstance(n, ast.Raise) or (f is not None and exit_named(f)):
+                spans[(n.end_lineno, n.end_col_offset)] = (n.lineno, n.col_offset)
     except BaseException:
         pass
     return spans
@@ -119,7 +151,7 @@ def _zero(c):
 # (_sitebuiltins, where exit() and quit() live, is a frozen module from Python 3.11 on.)
 _exit_sites = tuple(os.path.join(os.path.dirname(os.__file__), *p)
                     for p in (('unittest', 'main.py'), ('_sitebuiltins.py',))) + ('<frozen _sitebuiltins>',)
-def _ended_by_the_check(e):
+def _ended_by_the_check(e, c):
     # SystemExit(0) as the check itself decides it: raised in check code (`sys.exit(0)`,
     # `raise SystemExit`), or by `unittest.main()` / `exit()` called from it. The innermost
     # frame of the check's must have nothing inside it but those exit sites: no solution
@@ -128,7 +160,7 @@ def _ended_by_the_check(e):
     # And that innermost check frame must stand at one of the check's own exits (a `raise`,
     # a call of exit/quit/main): a SystemExit(0) that a slot of the solution's object raised
     # from C (`%r`, `==`, `list(x)`) has no Python frame of its own.
-    if not _zero(e.code):
+    if not _zero(c):
         return False
     frames, tb = [], e.__traceback__
     while tb is not None:
@@ -145,11 +177,24 @@ def _at_exit(code, lasti):
     if positions is None:
         # Before Python 3.11 instructions have no source spans: the frame rule alone.
         return True
-    return next(_islice(positions(), lasti // 2, None), None) in _exit_spans
+    at = next(_islice(positions(), lasti // 2, None), None)
+    if not at or None in at:
+        return False
+    # The instruction's span ends where the exit's does and starts inside it (a call whose
+    # receiver spans lines is placed from its attribute name on).
+    start = _exit_spans.get((at[1], at[3]))
+    return start is not None and (at[0], at[2]) >= start
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
-          (builtins, 'print'), (builtins, 'SystemExit'), (builtins, 'BaseException'),
+          (builtins, 'print'), (builtins, 'exit'), (builtins, 'quit'),
+          (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]
 _before = [_getattr(o, n, None) for o, n in _guard]
+# A finalizer the collector runs (armed with a low threshold) could rewrite the SystemExit
+# the check raised on failure into status 0.
+import gc as _gc
+def _gc_state():
+    return (_gc.isenabled(), _gc.get_threshold(), len(_gc.callbacks))
+_gc_before = _gc_state()
 sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())
 code = 1
@@ -169,11 +214,12 @@ try:
     exec(_check, _main.__dict__)
     code = 0
 except SystemExit as e:
+    # Read first, before anything the solution left behind can run.
     c = e.code
-    if _ended_by_the_check(e):
+    if _ended_by_the_check(e, c):
         code = 0
     elif _zero(c):
-        sys.stderr.write('judge: SystemExit(%r) was raised outside check.py (by the solution?) before the check ended; only the check may end early with status 0\n' % (c,))
+        sys.stderr.write('judge: SystemExit(%s) was raised where check.py did not end itself (its own exits: a `raise` statement, or a call of exit, quit, main or TestProgram, such as sys.exit(0) or unittest.main()); only the check may end early with status 0\n' % (c if c is None else _int_value(c),))
     elif _int_value(c) is not None:
         code = _int_value(c)
         code = code if 0 < code < 256 else 1
@@ -184,6 +230,12 @@ except BaseException:
 _changed = [n for (o, n), b in zip(_guard, _before) if _getattr(o, n, None) is not b]
 if _gettrace() is not None or _getprofile() is not None:
     _changed.append('a trace or profile function')
+if _gc_state() != _gc_before:
+    _changed.append("the garbage collector's settings")
+# unittest.main() reads them: an object whose methods are sys.exit would end it from
+# unittest's own frame.
+if type(sys.argv) is not list or type(sys.warnoptions) is not list:
+    _changed.append('sys.argv or sys.warnoptions (by an object that is not a list)')
 if code == 0 and _changed:
     code = 1
     try:

@@ -1160,7 +1160,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 12] = [
+    let cases: [(&str, &str, &str, CheckResult); 17] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1228,6 +1228,38 @@ fn only_the_check_decides_an_early_exit() {
             "__eq__ = staticmethod(sys.exit) under the check's ==",
             "import solution\nassert solution.f() == 0\n",
             "import sys\nclass E:\n    __eq__ = staticmethod(sys.exit)\ndef f():\n    return E()\n",
+            CheckResult::Fail,
+        ),
+        // The check's exits under names it gives them pass; the solution's never end it
+        // (found by a second review).
+        (
+            "unittest.main imported under another name",
+            "import unittest, solution\nfrom unittest import main as run_tests\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nrun_tests()\n",
+            "x = 1\n",
+            CheckResult::Pass,
+        ),
+        (
+            "sys.exit kept under another name",
+            "import sys, solution\ndie = sys.exit\nassert solution.x == 1\ndie(0)\n",
+            "x = 1\n",
+            CheckResult::Pass,
+        ),
+        (
+            "the solution's main is sys.exit",
+            "import solution\nsolution.main()\nassert solution.x == 1\n",
+            "import sys\nmain = sys.exit\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "sys.warnoptions whose len() is sys.exit ends unittest.main from its own frame",
+            "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
+            "import sys\nclass W(list):\n    __len__ = staticmethod(sys.exit)\nsys.warnoptions = W()\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "a collector finalizer rewrites the check's SystemExit(1) to 0",
+            "import solution\nif solution.x != 1:\n    raise SystemExit(1)\n",
+            "import gc\nclass Arm:\n    def __init__(self):\n        self.me = self\n    def __del__(self):\n        for o in gc.get_objects():\n            if type(o) is SystemExit and o.code not in (0, None):\n                o.code = 0\n        Arm()\nArm()\ngc.set_threshold(1)\nx = 2\n",
             CheckResult::Fail,
         ),
         (
