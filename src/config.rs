@@ -824,6 +824,11 @@ pub(crate) fn toml_key(name: &str) -> String {
 fn base_url_problem(url: &str) -> Option<String> {
     let parsed = match reqwest::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        // Quoted up to its host only when it has no `@`: what comes before one may be a
+        // password.
+        _ if url.contains('@') => {
+            return Some("is not an http(s) URL with a host (it is not echoed: it holds an `@`, and what stands before one may be a password)".into());
+        }
         _ => {
             return Some(format!(
                 "`{}` is not an http(s) URL",

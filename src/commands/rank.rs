@@ -188,7 +188,7 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         }
         crate::cache::write_atomic_all(&files).with_context(|| {
             format!(
-                "failed to write the leaderboards into `{}` (the earlier ones are left as they were)",
+                "failed to write the leaderboards into `{}`",
                 dir.path().display()
             )
         })?;

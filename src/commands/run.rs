@@ -190,7 +190,10 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             if is_interrupted(&e) {
                 return Err(resumable(e));
             }
-            eprintln!("error: judge `{judge}` not ranked: {e:#}");
+            eprintln!(
+                "error: {}",
+                crate::report::printable(&format!("judge `{judge}` not ranked: {e:#}"))
+            );
             unranked = true;
         }
     }

@@ -318,6 +318,16 @@ fn a_base_url_with_credentials_or_a_query_is_refused_without_echoing_it() {
         assert!(e.contains("api_key_env"), "{url}: {e}");
         assert!(!e.contains("PWSECRET"), "{url}: {e}");
     }
+    for bad in [
+        "htps://user:PWSECRET@host/v1",
+        "http://u:PWSECRET@exa mple.com",
+    ] {
+        let e = error_of(&with(bad));
+        assert!(
+            e.contains("not an http(s) URL") && !e.contains("PWSECRET"),
+            "{e}"
+        );
+    }
     for url in [
         "ftp://host/v1",
         "http://",

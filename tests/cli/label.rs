@@ -681,8 +681,10 @@ fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
     );
     assert_eq!(p.jsonl("runs/r/labels/bob.jsonl").len(), 1);
     // Reserved ids are reserved in any case.
-    let out = session(&p, "ALL", "q\n", &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    for reserved in ["ALL", ".x.tmp.1"] {
+        let out = session(&p, reserved, "q\n", &[]);
+        assert_eq!(out.status.code(), Some(2), "{reserved}: {}", text(&out));
+    }
 }
 
 /// Several people label one run at once; scoring and exporting go on meanwhile; the same
@@ -860,6 +862,26 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         text(&out).contains("names column `choice` twice"),
         "{}",
         text(&out)
+    );
+    // A row's error quotes its cells escaped: no escape sequence, no forged line.
+    p.write(
+        "evil.csv",
+        &format!("{head}\n\"evil\u{1b}[31mRED\nerror: forged\",t,s,p,a,b,1\n"),
+    );
+    let out = p.run(&[
+        "label",
+        "import",
+        "evil.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "ivo",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.lines().any(|l| l.starts_with("error: forged")),
+        "{stderr}"
     );
     // A quote left open is named as the cause of the short row.
     p.write(

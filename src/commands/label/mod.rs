@@ -115,7 +115,9 @@ fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
 }
 
 fn valid_labeller(id: &str) -> Result<(), JudgeError> {
+    // Not starting with `.`: hidden files in labels/ are judge's own (locks, temp files).
     let ok = !id.is_empty()
+        && !id.starts_with('.')
         && id.len() <= 64
         && id
             .chars()
@@ -129,7 +131,8 @@ fn valid_labeller(id: &str) -> Result<(), JudgeError> {
         Ok(())
     } else {
         Err(JudgeError::usage(format!(
-            "invalid labeller id `{id}`: use letters, digits, `.`, `_`, `-` (not `sample`, `agreement`, `judge` or `all`)"
+            "invalid labeller id `{}`: use letters, digits, `.`, `_`, `-`, not starting with `.` (and not `sample`, `agreement`, `judge` or `all`)",
+            crate::report::printable(id)
         )))
     }
 }

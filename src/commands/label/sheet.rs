@@ -64,7 +64,7 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
     }
     if !errors.is_empty() {
         for e in &errors {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::report::printable(e));
         }
         return Err(JudgeError::usage(format!(
             "{}: {} invalid row(s); nothing was imported (fix them and import again)",
@@ -182,12 +182,17 @@ pub(super) fn read_sheet(
         .headers()
         .map_err(|e| JudgeError::usage(format!("{}: bad header row: {e}", file.display())))?
         .clone();
-    // A column named twice would be read from its first copy without a word.
+    // A column judge reads, named twice, would be read from its first copy without a word
+    // (a user's own columns may repeat).
+    const READ: [&str; 7] = [
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+    ];
     let mut named = BTreeSet::new();
     if let Some(twice) = headers
         .iter()
         .map(str::trim)
-        .find(|h| !h.is_empty() && !named.insert(*h))
+        .filter(|h| READ.contains(h))
+        .find(|h| !named.insert(*h))
     {
         return Err(JudgeError::usage(format!(
             "{}: the header names column `{}` twice; keep one",
