@@ -86,8 +86,8 @@ impl UtcDateTime {
 
 /// Parses an HTTP date in any of the three forms RFC 9110 §5.6.7 says a recipient must
 /// accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94
-/// 08:49:37 GMT`; a two-digit year is 19xx from 70, else 20xx) and asctime (`Sun Nov  6
-/// 08:49:37 1994`).
+/// 08:49:37 GMT`; a two-digit year more than 50 years ahead is of the past century) and
+/// asctime (`Sun Nov  6 08:49:37 1994`).
 pub fn parse_http_date(s: &str) -> Option<SystemTime> {
     let parts: Vec<&str> = s.split_whitespace().collect();
     let (day, month, year, hms) = match parts.as_slice() {
@@ -98,13 +98,14 @@ pub fn parse_http_date(s: &str) -> Option<SystemTime> {
             if d.next().is_some() || yy.len() != 2 {
                 return None;
             }
+            // RFC 9110: a two-digit year more than 50 years ahead is in the past century.
             let yy: i64 = yy.parse().ok()?;
-            (
-                day,
-                month,
-                if yy >= 70 { 1900 + yy } else { 2000 + yy },
-                *hms,
-            )
+            let this_year = UtcDateTime::from_system(SystemTime::now()).year;
+            let mut year = this_year - this_year.rem_euclid(100) + yy;
+            if year > this_year + 50 {
+                year -= 100;
+            }
+            (day, month, year, *hms)
         }
         [_weekday, month, day, hms, year] => (*day, *month, year.parse().ok()?, *hms),
         _ => return None,
