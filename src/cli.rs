@@ -376,7 +376,8 @@ pub struct LabelArgs {
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
-    /// Who is labelling (letters, digits, . _ -); labels go to runs/<run>/labels/<ID>.jsonl.
+    /// Who is labelling (letters, digits, . _ -, not starting with .); labels go to
+    /// runs/<run>/labels/<ID>.jsonl.
     #[arg(long, value_name = "ID")]
     pub labeller: Option<String>,
 
@@ -450,7 +451,7 @@ pub struct LabelImportArgs {
     /// The run the sheet was exported from.
     #[arg(long, value_name = "NAME")]
     pub run: String,
-    /// Whose labels these are (letters, digits, . _ -).
+    /// Whose labels these are (letters, digits, . _ -, not starting with .).
     #[arg(long, value_name = "ID")]
     pub labeller: String,
 }
