@@ -100,7 +100,9 @@ pub struct CheckRecord {
 /// 9: the check's exits include names it imports them as, and never the solution's
 /// (`solution.main()`); a call whose receiver spans lines counts; the garbage collector's
 /// settings are guarded, and sys.argv and sys.warnoptions must stay lists.
-pub const RUNNER_VERSION: u32 = 9;
+/// 10: for a check that uses unittest, unittest's runner and assertion methods are guarded
+/// too (a solution that made `assertEqual` a no-op passed).
+pub const RUNNER_VERSION: u32 = 10;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -131,6 +131,7 @@ def _exit_spans(text):
         pass
     return spans
 _exit_spans = _exit_spans(_text)
+_uses_unittest = b'unittest' in _source
 del _source, _text
 _pid = _getpid()
 def _codes(code, ids):
@@ -188,6 +189,16 @@ _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'exit'), (builtins, 'quit'),
           (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError')]
+if _uses_unittest:
+    # What a unittest check runs on: a solution that turned an assertion or the runner into
+    # a no-op would pass every test (imported here only for checks that import it anyway).
+    import unittest as _ut
+    _guard += [(_ut, n) for n in ('main', 'TestProgram', 'TestCase', 'TextTestRunner',
+                                  'TestResult', 'TextTestResult', 'TestSuite', 'TestLoader',
+                                  'defaultTestLoader')]
+    for _cls in (_ut.TestCase, _ut.TestProgram, _ut.TextTestRunner, _ut.TestResult,
+                 _ut.TextTestResult, _ut.TestSuite, _ut.TestLoader):
+        _guard += [(_cls, n) for n, v in list(vars(_cls).items()) if callable(v)]
 _before = [_getattr(o, n, None) for o, n in _guard]
 # A finalizer the collector runs (armed with a low threshold) could rewrite the SystemExit
 # the check raised on failure into status 0.
@@ -227,7 +238,8 @@ except SystemExit as e:
         sys.stderr.write('%s\n' % (c,))
 except BaseException:
     traceback.print_exc()
-_changed = [n for (o, n), b in zip(_guard, _before) if _getattr(o, n, None) is not b]
+_changed = [(o.__name__ + '.' + n if isinstance(o, type) else n)
+            for (o, n), b in zip(_guard, _before) if _getattr(o, n, None) is not b]
 if _gettrace() is not None or _getprofile() is not None:
     _changed.append('a trace or profile function')
 if _gc_state() != _gc_before:

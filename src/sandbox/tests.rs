@@ -1160,7 +1160,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 17] = [
+    let cases: [(&str, &str, &str, CheckResult); 18] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1260,6 +1260,12 @@ fn only_the_check_decides_an_early_exit() {
             "a collector finalizer rewrites the check's SystemExit(1) to 0",
             "import solution\nif solution.x != 1:\n    raise SystemExit(1)\n",
             "import gc\nclass Arm:\n    def __init__(self):\n        self.me = self\n    def __del__(self):\n        for o in gc.get_objects():\n            if type(o) is SystemExit and o.code not in (0, None):\n                o.code = 0\n        Arm()\nArm()\ngc.set_threshold(1)\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "the solution makes unittest's assertEqual a no-op",
+            "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
+            "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\nx = 2\n",
             CheckResult::Fail,
         ),
         (
