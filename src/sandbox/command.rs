@@ -198,7 +198,10 @@ if _uses_unittest:
                                   'defaultTestLoader')]
     for _cls in (_ut.TestCase, _ut.TestProgram, _ut.TextTestRunner, _ut.TestResult,
                  _ut.TextTestResult, _ut.TestSuite, _ut.TestLoader):
-        _guard += [(_cls, n) for n, v in list(vars(_cls).items()) if callable(v)]
+        # Methods only: a check may set data on them (`TestLoader.sortTestMethodsUsing =
+        # None`, `TextTestRunner.resultclass`, `TestCase.maxDiff`).
+        _guard += [(_cls, n) for n, v in list(vars(_cls).items())
+                   if isinstance(v, types.FunctionType)]
 _before = [_getattr(o, n, None) for o, n in _guard]
 # A finalizer the collector runs (armed with a low threshold) could rewrite the SystemExit
 # the check raised on failure into status 0.
