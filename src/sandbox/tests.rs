@@ -1098,6 +1098,10 @@ fn a_check_may_end_itself_with_status_zero() {
             "import unittest\nfrom solution import add\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(add(2, 3), 5)\nif __name__ == '__main__':\n    unittest.main()\n",
         ),
         (
+            "unittest.main() after setting data on unittest's classes",
+            "import unittest\nfrom solution import add\nunittest.TestLoader.sortTestMethodsUsing = None\nunittest.TestCase.maxDiff = None\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(add(2, 3), 5)\nunittest.main()\n",
+        ),
+        (
             "doctest's failure count",
             "\"\"\"\n>>> from solution import add\n>>> add(2, 3)\n5\n\"\"\"\nimport doctest, sys\nif __name__ == '__main__':\n    sys.exit(doctest.testmod().failed)\n",
         ),
