@@ -100,8 +100,11 @@ pub struct CheckRecord {
 /// 9: the check's exits include names it imports them as, and never the solution's
 /// (`solution.main()`); a call whose receiver spans lines counts; the garbage collector's
 /// settings are guarded, and sys.argv and sys.warnoptions must stay lists.
-/// 10: for a check that uses unittest, unittest's runner and assertion methods are guarded
-/// too (a solution that made `assertEqual` a no-op passed).
+/// 10: for a check that uses unittest, unittest's runner and assertion methods (and
+/// `failureException`) are guarded too (a solution that made `assertEqual` a no-op passed);
+/// a guarded function's code and defaults are compared, not only the object; `exit`'s class
+/// is guarded; `from solution import *` makes exit-like names the solution's; whether the
+/// collector is enabled is no longer compared (a solution may turn it off for speed).
 pub const RUNNER_VERSION: u32 = 10;
 
 /// The part of a check that is cached (keyed by check hash, code hash and sandbox policy).

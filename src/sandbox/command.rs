@@ -100,7 +100,8 @@ def _exit_spans(text):
             if isinstance(n, ast.ImportFrom):
                 for a in n.names:
                     if (n.module or '').split('.')[0] == 'solution':
-                        foreign.add(a.asname or a.name)
+                        # `from solution import *` may bring any of the exit names.
+                        foreign.update(_EXIT_NAMES if a.name == '*' else (a.asname or a.name,))
                     elif a.name in _EXIT_NAMES:
                         names.add(a.asname or a.name)
             elif isinstance(n, ast.Import):
@@ -120,6 +121,9 @@ def _exit_spans(text):
         for n in ast.walk(tree):
             if isinstance(n, ast.Assign) and exit_named(n.value):
                 names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+            elif (isinstance(n, ast.AnnAssign) and n.value is not None
+                  and exit_named(n.value) and isinstance(n.target, ast.Name)):
+                names.add(n.target.id)
             elif isinstance(n, ast.ClassDef) and any(exit_named(b) for b in n.bases):
                 names.add(n.name)
         names -= foreign
@@ -188,7 +192,8 @@ def _at_exit(code, lasti):
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'exit'), (builtins, 'quit'),
           (builtins, 'SystemExit'), (builtins, 'BaseException'),
-          (builtins, 'Exception'), (builtins, 'AssertionError')]
+          (builtins, 'Exception'), (builtins, 'AssertionError'),
+          (type(builtins.exit), '__call__')]
 if _uses_unittest:
     # What a unittest check runs on: a solution that turned an assertion or the runner into
     # a no-op would pass every test (imported here only for checks that import it anyway).
@@ -196,18 +201,28 @@ if _uses_unittest:
     _guard += [(_ut, n) for n in ('main', 'TestProgram', 'TestCase', 'TextTestRunner',
                                   'TestResult', 'TextTestResult', 'TestSuite', 'TestLoader',
                                   'defaultTestLoader')]
+    _guard += [(_ut.TestCase, 'failureException'), (_ut.runner, 'TextTestRunner')]
+    # What only shapes the report a check may change (`shortDescription` to hide docstrings).
+    _cosmetic = ('shortDescription', '__str__', '__repr__', 'id', 'countTestCases',
+                 'getDescription', 'printErrors', 'printErrorList')
     for _cls in (_ut.TestCase, _ut.TestProgram, _ut.TextTestRunner, _ut.TestResult,
                  _ut.TextTestResult, _ut.TestSuite, _ut.TestLoader):
         # Methods only: a check may set data on them (`TestLoader.sortTestMethodsUsing =
         # None`, `TextTestRunner.resultclass`, `TestCase.maxDiff`).
         _guard += [(_cls, n) for n, v in list(vars(_cls).items())
-                   if isinstance(v, types.FunctionType)]
-_before = [_getattr(o, n, None) for o, n in _guard]
+                   if isinstance(v, types.FunctionType) and n not in _cosmetic]
+def _snapshot(v):
+    # A function's code and defaults too: swapping `__code__` keeps the object.
+    return (v, _getattr(v, '__code__', None), _getattr(v, '__defaults__', None),
+            _getattr(v, '__kwdefaults__', None))
+_before = [_snapshot(_getattr(o, n, None)) for o, n in _guard]
 # A finalizer the collector runs (armed with a low threshold) could rewrite the SystemExit
 # the check raised on failure into status 0.
 import gc as _gc
 def _gc_state():
-    return (_gc.isenabled(), _gc.get_threshold(), len(_gc.callbacks))
+    # Not whether it is enabled: a solution may turn it off for speed, and a finalizer then
+    # runs only when code calls for a collection.
+    return (_gc.get_threshold(), len(_gc.callbacks))
 _gc_before = _gc_state()
 sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())
@@ -242,14 +257,14 @@ except SystemExit as e:
 except BaseException:
     traceback.print_exc()
 _changed = [(o.__name__ + '.' + n if isinstance(o, type) else n)
-            for (o, n), b in zip(_guard, _before) if _getattr(o, n, None) is not b]
+            for (o, n), b in zip(_guard, _before) if _snapshot(_getattr(o, n, None)) != b]
 if _gettrace() is not None or _getprofile() is not None:
     _changed.append('a trace or profile function')
 if _gc_state() != _gc_before:
     _changed.append("the garbage collector's settings")
 # unittest.main() reads them: an object whose methods are sys.exit would end it from
 # unittest's own frame.
-if type(sys.argv) is not list or type(sys.warnoptions) is not list:
+if type(sys.argv) not in (list, tuple) or type(sys.warnoptions) not in (list, tuple):
     _changed.append('sys.argv or sys.warnoptions (by an object that is not a list)')
 if code == 0 and _changed:
     code = 1

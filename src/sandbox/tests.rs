@@ -1164,7 +1164,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 18] = [
+    let cases: [(&str, &str, &str, CheckResult); 21] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1271,6 +1271,24 @@ fn only_the_check_decides_an_early_exit() {
             "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
             "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\nx = 2\n",
             CheckResult::Fail,
+        ),
+        (
+            "assertEqual's code swapped, the function object kept",
+            "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
+            "import unittest\nunittest.TestCase.assertEqual.__code__ = (lambda self, a, b, msg=None: None).__code__\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "after `from solution import *`, main() is the solution's",
+            "import sys\nfrom solution import *\nmain()\nassert x == 1\n",
+            "from sys import exit as main\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "a correct solution that turns the collector off for speed",
+            "import solution\nassert solution.x == 1\n",
+            "import gc\ngc.disable()\nx = 1\n",
+            CheckResult::Pass,
         ),
         (
             "a child the check forked cannot finish for it",
