@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -23,10 +22,16 @@ use crate::judging::exec_outcome;
 use crate::records::{OutputRecord, Status, Winner};
 use crate::report::checks::{CheckRow, render_check_report, render_task_matrix};
 use crate::report::progress::Progress;
-use crate::sandbox::{
-    CheckResult, SandboxMode, SandboxPolicy, default_parallelism, probe, run_check,
-};
+use crate::sandbox::{CheckResult, SandboxPolicy, default_parallelism, run_check};
 use crate::suite::Suite;
+
+mod policy;
+mod suite_checks;
+
+use policy::policy_label;
+pub use policy::{MAX_TIMEOUT_SECS, sandbox_policy};
+pub(crate) use policy::{checks_basis, exec_policy_notes, record_policy};
+pub(crate) use suite_checks::{checks_without_solution, uncompilable_checks, warn_invalid_checks};
 
 /// Check records of a run.
 pub const CHECKS_FILE: &str = "checks.jsonl";
@@ -205,262 +210,6 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::ItemsFailed);
     }
     Ok(Outcome::Success)
-}
-
-/// The manifest's `check` section: the sandbox and limits the latest checks ran under.
-pub(crate) fn record_policy(
-    manifest: &mut crate::engine::manifest::Manifest,
-    policy: &SandboxPolicy,
-) {
-    manifest.extra.insert(
-        "check".into(),
-        json!({
-            "sandbox": policy_label(policy),
-            "cpu_secs": policy.cpu_secs,
-            "memory_bytes": policy.memory_bytes,
-            "wall_timeout_secs": policy.wall_timeout.as_secs_f64(),
-            "updated_at": crate::time::UtcDateTime::from_system(SystemTime::now()).rfc3339(),
-        }),
-    );
-}
-
-/// The tasks whose check.py never names `solution`, the module the answer's code is: such a
-/// check cannot test the answer, and every answer passes it.
-pub(crate) fn checks_without_solution(suite: &crate::suite::Suite) -> Vec<String> {
-    suite
-        .tasks
-        .iter()
-        .filter(|t| t.check.as_deref().is_some_and(|c| !c.contains("solution")))
-        .map(|t| {
-            format!(
-                "suites/{}/tasks/{}/check.py never imports `solution` (the answer's code): every answer passes it",
-                suite.name, t.id
-            )
-        })
-        .collect()
-}
-
-/// The tasks whose check.py the sandbox's Python cannot compile, each as one line naming the
-/// file, the line and Python's reason: found before anything is generated, while fixing the
-/// suite costs nothing (a run refuses an edited suite). Empty when that Python is missing.
-pub(crate) fn uncompilable_checks(suite: &crate::suite::Suite) -> Vec<String> {
-    use std::io::Write as _;
-    const SCRIPT: &str = r#"
-import json, sys
-for task, src in json.loads(sys.stdin.buffer.read().decode("utf-8")):
-    try:
-        compile(src.encode("utf-8"), "check.py", "exec")
-    except SyntaxError as e:
-        print(json.dumps([task, e.lineno, e.msg]), flush=True)
-    except BaseException as e:
-        print(json.dumps([task, None, "%s: %s" % (type(e).__name__, e)]), flush=True)
-"#;
-    let checks: Vec<(&str, &str)> = suite
-        .tasks
-        .iter()
-        .filter_map(|t| Some((t.id.as_str(), t.check.as_deref()?)))
-        .collect();
-    if checks.is_empty() {
-        return Vec::new();
-    }
-    let python = SandboxPolicy::default().python;
-    let Ok(mut child) = std::process::Command::new(&python)
-        .args(["-I", "-c", SCRIPT])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-    else {
-        return Vec::new();
-    };
-    let input = serde_json::to_vec(&checks).expect("strings serialise");
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(&input);
-    }
-    // Read as it comes (a long report must not fill the pipe and stall Python), and a Python
-    // that hangs must not hold up the run: after 30 s the check is given up.
-    let reader = child.stdout.take().map(|mut stdout| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
-            text
-        })
-    });
-    let waited = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if waited.elapsed() < std::time::Duration::from_secs(30) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Vec::new();
-            }
-        }
-    }
-    let Some(report) = reader.and_then(|r| r.join().ok()) else {
-        return Vec::new();
-    };
-    report
-        .lines()
-        .filter_map(|l| serde_json::from_str::<(String, Option<u64>, String)>(l).ok())
-        .map(|(task, line, why)| {
-            let at = line.map_or(String::new(), |n| format!(" (line {n})"));
-            format!(
-                "suites/{}/tasks/{task}/check.py does not compile{at}: {}",
-                suite.name,
-                crate::report::printable(&why)
-            )
-        })
-        .collect()
-}
-
-/// What the exec judge's verdicts rest on, recorded with them in the manifest (its compare
-/// entry's `checks`): the wall-clock limit of the latest checks (the manifest's check section)
-/// and how many of the checks used (`records`, the latest per output) ran unconfined.
-pub(crate) fn checks_basis(
-    manifest: &crate::engine::manifest::Manifest,
-    records: &[CheckRecord],
-) -> serde_json::Value {
-    let latest: BTreeMap<(&str, &str), &CheckRecord> = records
-        .iter()
-        .map(|r| ((r.task.as_str(), r.model.as_str()), r))
-        .collect();
-    json!({
-        "wall_timeout_secs": manifest
-            .extra
-            .get("check")
-            .and_then(|c| c.get("wall_timeout_secs"))
-            .cloned()
-            .unwrap_or(serde_json::Value::Null),
-        "checks": latest.len(),
-        "unconfined": latest.values().filter(|r| r.sandbox == "none").count(),
-    })
-}
-
-/// What an exec leaderboard must say of the checks its verdicts rest on, when they did not run
-/// as `judge check` runs them by default: a wall-clock limit other than the default (answers
-/// slower than it lost), or checks run without the sandbox. From what compare recorded with
-/// the verdicts; for a run judged before that, from the manifest's check section and
-/// `records`.
-pub(crate) fn exec_policy_notes(
-    manifest: &crate::engine::manifest::Manifest,
-    records: &[CheckRecord],
-) -> Vec<String> {
-    let basis = manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judges"))
-        .and_then(|j| j.as_array())
-        .and_then(|entries| {
-            entries
-                .iter()
-                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(crate::judging::EXEC_JUDGE))
-        })
-        .and_then(|e| e.get("checks"))
-        .cloned()
-        .unwrap_or_else(|| checks_basis(manifest, records));
-    let mut notes = Vec::new();
-    let default = SandboxPolicy::default().wall_timeout.as_secs_f64();
-    if let Some(limit) = basis
-        .get("wall_timeout_secs")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|&t| t != default)
-    {
-        notes.push(format!(
-            "the checks behind these verdicts last ran with a {limit} s time limit (--timeout-secs; the default is {default} s): an answer slower than that failed"
-        ));
-    }
-    let count = |key: &str| {
-        basis
-            .get(key)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    let unconfined = count("unconfined");
-    if unconfined > 0 {
-        notes.push(format!(
-            "{unconfined} of the {} checks behind these verdicts ran without the sandbox (--no-sandbox)",
-            count("checks")
-        ));
-    }
-    notes
-}
-
-/// One warning per task whose check.py does not compile, with Python's reason.
-pub(crate) fn warn_invalid_checks(records: &[CheckRecord]) {
-    let mut warned = std::collections::BTreeSet::new();
-    for r in records {
-        let Some(before) = r
-            .stderr_tail
-            .strip_suffix(crate::sandbox::INVALID_CHECK_NOTE)
-        else {
-            continue;
-        };
-        if warned.insert(r.task.as_str()) {
-            let reason = before
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim();
-            // Python's traceback names the line: `File "check.py", line 4`.
-            let line = before
-                .lines()
-                .rev()
-                .find_map(|l| l.trim().strip_prefix("File \"check.py\", line "))
-                .map(|rest| {
-                    rest.split(|c: char| !c.is_ascii_digit())
-                        .next()
-                        .unwrap_or("")
-                })
-                .filter(|n| !n.is_empty())
-                .map_or(String::new(), |n| format!(" at line {n}"));
-            eprintln!(
-                "warning: task {:?}: its check.py does not compile{line} ({reason}); every answer to it is `error`: fix it in the suite and start a new run (`judge generate --run NEW`)",
-                r.task,
-            );
-        }
-    }
-}
-
-/// The longest wall-clock limit a check may be given (`--timeout-secs`): one hour.
-pub const MAX_TIMEOUT_SECS: u64 = 3600;
-
-/// The sandbox policy; refuses when bubblewrap cannot run unless `no_sandbox`, and a
-/// `timeout_secs` outside 1..=[`MAX_TIMEOUT_SECS`].
-pub fn sandbox_policy(
-    no_sandbox: bool,
-    timeout_secs: Option<u64>,
-) -> anyhow::Result<SandboxPolicy> {
-    let mut policy = SandboxPolicy::default();
-    if let Some(t) = timeout_secs {
-        if !(1..=MAX_TIMEOUT_SECS).contains(&t) {
-            return Err(JudgeError::usage(format!(
-                "--timeout-secs {t} is out of range: give 1 to {MAX_TIMEOUT_SECS} seconds (a check that sleeps is stopped only by this wall clock)"
-            ))
-            .into());
-        }
-        policy.wall_timeout = std::time::Duration::from_secs(t);
-        policy.cpu_secs = policy.cpu_secs.min(t);
-    }
-    if no_sandbox {
-        policy.mode = SandboxMode::None;
-        eprintln!(
-            "warning: --no-sandbox: model-written code runs UNCONFINED on this machine (only rlimits, a scrubbed environment and a timeout); every check record says `sandbox: none`"
-        );
-    }
-    probe(&policy).map_err(|e| JudgeError::usage(e.to_string()))?;
-    Ok(policy)
-}
-
-fn policy_label(policy: &SandboxPolicy) -> &'static str {
-    match policy.mode {
-        SandboxMode::None => "none",
-        _ => "bwrap",
-    }
 }
 
 /// The code `check` (the test's source) runs for `output`: extracted from an ok output (the
