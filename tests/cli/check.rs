@@ -966,3 +966,23 @@ fn a_no_sandbox_check_dies_with_a_killed_judge() {
     let _ = std::fs::remove_file(&pid_file);
     assert!(gone, "the check outlived judge");
 }
+
+/// A check killed between its appends and its final rewrite leaves records twice and out of
+/// order; a compare that then has nothing to run tidies the file (found by crash fuzzing: it
+/// stayed that way through run, compare and rank).
+#[test]
+fn the_exec_judge_tidies_a_checks_file_a_kill_left_untidy() {
+    let p = x_project(2);
+    for args in [&["generate", "--run", "r"][..], &["check", "--run", "r"]] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    let tidy = p.read("runs/r/checks.jsonl");
+    let mut lines: Vec<&str> = tidy.lines().collect();
+    lines.reverse();
+    let untidy = format!("{}\n{}\n", lines.join("\n"), lines[0]);
+    p.write("runs/r/checks.jsonl", &untidy);
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.read("runs/r/checks.jsonl"), tidy);
+}
