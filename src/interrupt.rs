@@ -36,6 +36,20 @@ pub fn install() {
     });
 }
 
+/// Held by a write that must not be cut in half by the second signal's exit (see
+/// [`hold_exit`]); the exit takes it exclusively.
+static HOLD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// While the returned guard lives, a second Ctrl-C or SIGTERM waits before it exits: for
+/// writes of several files that belong together (a rank's leaderboards), which an exit
+/// between two renames would leave mixed. Installs the listener, so a first signal then only
+/// sets the flag (and the caller finishes its write). `kill -9` cannot be held off.
+pub fn hold_exit() -> std::sync::RwLockReadGuard<'static, ()> {
+    install();
+    HOLD.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Whether Ctrl-C was pressed.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
@@ -76,6 +90,9 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
                 got = next(&mut terminates) => got,
             };
             if again.is_some() {
+                let _wait = HOLD
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
             }
         }

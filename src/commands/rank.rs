@@ -186,6 +186,8 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
                 ));
             }
         }
+        // Not cut between two renames by a second Ctrl-C (a `kill -9` still can).
+        let _hold = crate::interrupt::hold_exit();
         crate::cache::write_atomic_all(&files).with_context(|| {
             format!(
                 "failed to write the leaderboards into `{}`",
