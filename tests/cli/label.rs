@@ -841,9 +841,22 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     padded.push(csv::StringRecord::from(vec![""; 7]));
     padded.push(csv::StringRecord::from(vec![" "; 7]));
     write("semicolons.csv", b';', &padded);
+    // A killed import's temp file of this labeller goes; another labeller's stays.
+    p.write("runs/r/labels/.eva.jsonl.tmp.999999.0", "{\"half\":");
+    p.write("runs/r/labels/.ivo.jsonl.tmp.999999.0", "{\"half\":");
     let out = import("semicolons.csv");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/eva.jsonl").len(), 6);
+    assert!(
+        !p.path()
+            .join("runs/r/labels/.eva.jsonl.tmp.999999.0")
+            .exists()
+    );
+    assert!(
+        p.path()
+            .join("runs/r/labels/.ivo.jsonl.tmp.999999.0")
+            .exists()
+    );
     // A column named twice is refused, not read from its first copy.
     let sheet = p.read("sheet.csv");
     let (head, body) = sheet.split_once('\n').unwrap();

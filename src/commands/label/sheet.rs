@@ -92,6 +92,20 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
         serde_json::to_writer(&mut bytes, r)?;
         bytes.push(b'\n');
     }
+    // A killed import's temp file of this labeller's file is no one else's (the labeller's
+    // lock is held): removed, where the run's sweep would wait for an exclusive command.
+    let stale = format!(".{}.jsonl.tmp.", args.labeller);
+    let own = format!(".tmp.{}.", std::process::id());
+    for entry in std::fs::read_dir(l.run_dir.file("labels"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&stale) && !name.contains(&own) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
     crate::cache::write_atomic(&path, &bytes)
         .with_context(|| format!("failed to write `{}`", path.display()))?;
     let replaced = match replaced {
