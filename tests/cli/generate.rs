@@ -167,15 +167,20 @@ fn second_run_is_served_from_cache_with_zero_requests() {
     assert_eq!(server.count(), 12);
 }
 
+/// A 429 asking to wait `retry_after` seconds.
+fn rate_limited(retry_after: &str) -> Reply {
+    Reply::Http(
+        429,
+        vec![("retry-after".into(), retry_after.into())],
+        r#"{"error":{"code":"rate_limit_exceeded"}}"#.into(),
+    )
+}
+
 #[test]
 fn rate_limited_with_retry_after_then_ok() {
     let server = FakeServer::start(|req, n| {
         if n == 0 {
-            Reply::Http(
-                429,
-                vec![("retry-after".into(), "1".into())],
-                r#"{"error":{"code":"rate_limit_exceeded"}}"#.into(),
-            )
+            rate_limited("1")
         } else {
             echo(req, n)
         }
@@ -207,11 +212,7 @@ fn a_429_pauses_requests_already_waiting_for_their_slot() {
     let server = FakeServer::start(move |req, n| {
         seen.lock().unwrap().push(std::time::Instant::now());
         if n == 0 {
-            Reply::Http(
-                429,
-                vec![("retry-after".into(), "2".into())],
-                r#"{"error":{"code":"rate_limit_exceeded"}}"#.into(),
-            )
+            rate_limited("2")
         } else {
             echo(req, n)
         }

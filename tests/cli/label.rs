@@ -98,6 +98,12 @@ fn session(
     child.wait_with_output().unwrap()
 }
 
+/// Draws a labelling sample of `n` items from run `r`.
+fn sample(p: &Project, n: usize) {
+    let out = p.run(&["label", "sample", "--run", "r", "--n", &n.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 /// The keys that label every item of `sample` the way the judge would (the better answer).
 fn judge_keys(sample: &[serde_json::Value]) -> String {
     let mut keys = String::new();
@@ -263,12 +269,7 @@ fn sample_label_score_and_rank_end_to_end() {
 fn undo_skip_reveal_and_resume_after_kill() {
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);
-    assert_eq!(
-        p.run(&["label", "sample", "--run", "r", "--n", "6"])
-            .status
-            .code(),
-        Some(0)
-    );
+    sample(&p, 6);
 
     // 1, then skip, undo the skip, tie, quit.
     let out = session(&p, "bob", "1\ns\nu\nt\nq\n", &["--reveal"]);
@@ -326,12 +327,7 @@ fn undo_skip_reveal_and_resume_after_kill() {
 fn export_is_blind_and_import_validates_every_row() {
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);
-    assert_eq!(
-        p.run(&["label", "sample", "--run", "r", "--n", "5"])
-            .status
-            .code(),
-        Some(0)
-    );
+    sample(&p, 5);
     let out = p.run(&[
         "label",
         "export",
@@ -659,12 +655,7 @@ fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
     let p = labelled_project(&server);
     let out = p.run(&["label", "sample", "--run", "r", "--n", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert_eq!(
-        p.run(&["label", "sample", "--run", "r", "--n", "4"])
-            .status
-            .code(),
-        Some(0)
-    );
+    sample(&p, 4);
     let out = session(&p, "bob", "12\n1x\nq\n", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("one key per line"), "{}", text(&out));
@@ -693,12 +684,7 @@ fn a_line_of_several_keys_records_nothing_and_an_empty_sample_is_refused() {
 fn people_label_at_once_and_scores_run_alongside() {
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);
-    assert_eq!(
-        p.run(&["label", "sample", "--run", "r", "--n", "6"])
-            .status
-            .code(),
-        Some(0)
-    );
+    sample(&p, 6);
     // alice labels one item and stays in her session (stdin left open).
     let mut alice = p
         .judge()
@@ -1095,12 +1081,7 @@ fn sessions_and_sheets_show_an_items_latest_output() {
     // outputs.jsonl; the later one is the item's output, as for rank and compare.
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);
-    assert_eq!(
-        p.run(&["label", "sample", "--run", "r", "--n", "1"])
-            .status
-            .code(),
-        Some(0)
-    );
+    sample(&p, 1);
     let item: serde_json::Value =
         serde_json::from_str(p.read("runs/r/labels/sample.jsonl").lines().next().unwrap()).unwrap();
     let outputs = p.read("runs/r/outputs.jsonl");
