@@ -1164,7 +1164,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 21] = [
+    let cases: [(&str, &str, &str, CheckResult); 22] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1276,6 +1276,12 @@ fn only_the_check_decides_an_early_exit() {
             "assertEqual's code swapped, the function object kept",
             "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
             "import unittest\nunittest.TestCase.assertEqual.__code__ = (lambda self, a, b, msg=None: None).__code__\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "assertEqual replaced by an object that claims to equal it and carries its code",
+            "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
+            "import unittest\no = unittest.TestCase.assertEqual\nclass Liar:\n    __code__, __defaults__, __kwdefaults__ = o.__code__, o.__defaults__, o.__kwdefaults__\n    def __eq__(s, other):\n        return True\n    def __call__(s, *a, **k):\n        return None\nunittest.TestCase.assertEqual = Liar()\nx = 2\n",
             CheckResult::Fail,
         ),
         (
