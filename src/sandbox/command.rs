@@ -270,7 +270,10 @@ if _gc_state() != _gc_before:
     _changed.append("the garbage collector's settings")
 # unittest.main() reads them: an object whose methods are sys.exit would end it from
 # unittest's own frame.
-if type(sys.argv) not in (list, tuple) or type(sys.warnoptions) not in (list, tuple):
+# (By identity: `in` would ask a metaclass's `__eq__`.)
+def _plain(v):
+    return type(v) is list or type(v) is tuple
+if not _plain(sys.argv) or not _plain(sys.warnoptions):
     _changed.append('sys.argv or sys.warnoptions (by an object that is not a list)')
 if code == 0 and _changed:
     code = 1
