@@ -67,6 +67,12 @@ _invalid = INVALID + _nonce.strip() + SUFFIX
 del _parts, _chunk, _nonce
 _write, _getattr, _gettrace, _getprofile, _getpid = os.write, getattr, sys.gettrace, sys.getprofile, os.getpid
 from itertools import islice as _islice
+# The built-ins the runner uses after the solution ran, bound as its own globals (which come
+# before `builtins` in a lookup): a solution that replaced `builtins.zip` would otherwise
+# steer the runner's own checks.
+for _n in ('zip', 'type', 'isinstance', 'issubclass', 'reversed', 'id', 'next', 'len',
+           'int', 'any', 'all', 'iter', 'list', 'tuple', 'str', 'repr', 'callable'):
+    globals()[_n] = _getattr(builtins, _n)
 # Compiled from bytes, as `python3 check.py` reads it: a byte order mark or a coding cookie
 # sets the encoding and every line ending is a newline. Tracebacks quote the lines from
 # linecache, decoded the same way.
@@ -95,19 +101,25 @@ def _exit_spans(text):
     spans = {}
     try:
         tree = ast.parse(text)
-        names, foreign = set(_EXIT_NAMES), set()
+        names, foreign, explicit, star = set(_EXIT_NAMES), set(), set(), False
         for n in ast.walk(tree):
             if isinstance(n, ast.ImportFrom):
                 for a in n.names:
                     if (n.module or '').split('.')[0] == 'solution':
-                        # `from solution import *` may bring any of the exit names.
-                        foreign.update(_EXIT_NAMES if a.name == '*' else (a.asname or a.name,))
+                        star = star or a.name == '*'
+                        if a.name != '*':
+                            foreign.add(a.asname or a.name)
                     elif a.name in _EXIT_NAMES:
                         names.add(a.asname or a.name)
+                        explicit.add(a.asname or a.name)
             elif isinstance(n, ast.Import):
                 for a in n.names:
                     if a.name.split('.')[0] == 'solution':
                         foreign.add((a.asname or a.name).split('.')[0])
+        # `from solution import *` may bring any exit-like name the check does not import
+        # explicitly from elsewhere (`from unittest import main` keeps `main` the check's).
+        if star:
+            foreign.update(n for n in _EXIT_NAMES if n not in explicit)
         def exit_named(v):
             # `sys.exit`, `unittest.main`, `exit`: not the solution's.
             base = v
@@ -225,10 +237,13 @@ def _replaced(now, before):
 # A finalizer the collector runs (armed with a low threshold) could rewrite the SystemExit
 # the check raised on failure into status 0.
 import gc as _gc
+_gc_threshold, _gc_callbacks = _gc.get_threshold, _gc.callbacks
 def _gc_state():
     # Not whether it is enabled: a solution may turn it off for speed, and a finalizer then
-    # runs only when code calls for a collection.
-    return (_gc.get_threshold(), len(_gc.callbacks))
+    # runs only when code calls for a collection. Read through what was bound at the start
+    # (a solution could rebind `gc.get_threshold` or `gc.callbacks`).
+    return (_gc_threshold(), len(_gc_callbacks), _getattr(_gc, 'callbacks', None) is _gc_callbacks,
+            _getattr(_gc, 'get_threshold', None) is _gc_threshold)
 _gc_before = _gc_state()
 sys.argv = ['check.py']
 sys.path.insert(0, os.getcwd())

@@ -1164,7 +1164,7 @@ fn a_check_is_decoded_as_python_decodes_a_file() {
 /// unittest's and site's exit functions called from it, may end a check with status 0.
 #[test]
 fn only_the_check_decides_an_early_exit() {
-    let cases: [(&str, &str, &str, CheckResult); 22] = [
+    let cases: [(&str, &str, &str, CheckResult); 25] = [
         (
             "argparse exits for the solution's parser",
             "from solution import build_parser\na = build_parser().parse_args(['-v', 'in.txt'])\nassert a.verbose == 1\n",
@@ -1283,6 +1283,24 @@ fn only_the_check_decides_an_early_exit() {
             "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
             "import unittest\no = unittest.TestCase.assertEqual\nclass Liar:\n    __code__, __defaults__, __kwdefaults__ = o.__code__, o.__defaults__, o.__kwdefaults__\n    def __eq__(s, other):\n        return True\n    def __call__(s, *a, **k):\n        return None\nunittest.TestCase.assertEqual = Liar()\nx = 2\n",
             CheckResult::Fail,
+        ),
+        (
+            "the runner's own zip() replaced to hide what was replaced",
+            "import unittest, solution\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(solution.x, 1)\nunittest.main()\n",
+            "import unittest, builtins\nunittest.TestCase.assertEqual = lambda *a, **k: None\nbuiltins.zip = lambda *a: iter(())\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "gc.get_threshold rebound to hide a lowered threshold",
+            "import solution\nif solution.x != 1:\n    raise SystemExit(1)\n",
+            "import gc\nb = gc.get_threshold()\ngc.set_threshold(1)\ngc.get_threshold = lambda: b\nx = 2\n",
+            CheckResult::Fail,
+        ),
+        (
+            "unittest's main imported after `from solution import *` is the check's",
+            "from solution import *\nimport unittest\nfrom unittest import main\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(x, 1)\nmain()\n",
+            "x = 1\n",
+            CheckResult::Pass,
         ),
         (
             "after `from solution import *`, main() is the solution's",
