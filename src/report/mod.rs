@@ -204,8 +204,22 @@ pub fn refuse_output_into_run(
 }
 
 /// `path` made absolute through its longest existing ancestor (symbolic links in it followed),
-/// the rest appended as named.
+/// the rest appended as named; `.` and `..` are taken out first, lexically (a `..` under a
+/// folder not made yet would otherwise stop the walk).
 fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let absolute = std::env::current_dir().map_or_else(|_| path.to_path_buf(), |d| d.join(path));
+    let mut lexical = std::path::PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other.as_os_str()),
+        }
+    }
+    let path = lexical.as_path();
     let mut rest = Vec::new();
     let mut at = path;
     loop {

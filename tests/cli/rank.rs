@@ -641,16 +641,16 @@ fn hand_edited_comparisons_are_refused_and_rebuilt_by_compare() {
     // manifest.json (a web app's) is no run.
     let o = p.run(&["label", "sample", "--run", "r", "--n", "2"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = p.run(&[
-        "label",
-        "export",
-        "--run",
-        "r",
-        "--output",
+    for into in [
         "runs/r/labels/eve.jsonl",
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        "runs/r/nope/../labels/eve.jsonl",
+        "./runs/x/../r/manifest.json",
+    ] {
+        let o = p.run(&["label", "export", "--run", "r", "--output", into]);
+        assert_eq!(o.status.code(), Some(2), "{into}: {}", text(&o));
+    }
     assert!(!p.path().join("runs/r/labels/eve.jsonl").exists());
+    assert!(!p.path().join("runs/r/nope").exists());
     p.write("site/manifest.json", "{}");
     for _ in 0..2 {
         let o = p.run(&[
