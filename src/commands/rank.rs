@@ -209,6 +209,11 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
             total.as_secs_f64()
         );
     }
+    // A Ctrl-C that came while the leaderboards were written (the listener was on, so it did
+    // not end the process) is still an interruption: 130, with everything written.
+    if crate::interrupt::requested() {
+        return Err(JudgeError::Interrupted(None).into());
+    }
     Ok(Outcome::Success)
 }
 
