@@ -847,3 +847,49 @@ fn zero_width_intervals_are_warned_for_every_model() {
         assert!(lo <= est && est <= hi, "{s}");
     }
 }
+
+/// A Ctrl-C while a run's rank is writing ends it with 130 once its files are whole (writing
+/// the leaderboards puts a listener on, so the signal no longer ends the process by itself;
+/// it exited 0).
+#[test]
+fn a_ctrl_c_during_a_runs_rank_ends_it_with_130_after_the_writes() {
+    let p = Project::offline();
+    let out = p.run(&["run", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let fifo = p.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs")
+            .success()
+    );
+    std::fs::remove_file(p.path().join("runs/r/leaderboard.json")).unwrap();
+    let child = p
+        .judge()
+        .args(["rank", "--run", "r", "--output", "pipe"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run's leaderboards are written before the report, which waits for a reader.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !p.path().join("runs/r/leaderboard.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "rank wrote nothing");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let report = std::fs::read(&fifo).expect("read the fifo");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&report).contains("rank  model"),
+        "the report is whole"
+    );
+}
