@@ -152,7 +152,8 @@ impl Limiter {
     }
 
     /// How long the caller must wait before sending a request of about `tokens` tokens;
-    /// reserves its slot and its tokens.
+    /// reserves its slot and its tokens. With `tokens` 0 (a request whose tokens are counted
+    /// already, taking a new slot after a pause) only the slot and the pause count.
     fn reserve(&self, tokens: u64) -> Duration {
         let mut s = self
             .state
@@ -163,7 +164,7 @@ impl Limiter {
         if let Some(iv) = self.interval {
             s.next_slot = start + iv;
         }
-        if let Some((rate, cap)) = self.token_rate {
+        if let Some((rate, cap)) = self.token_rate.filter(|_| tokens > 0) {
             let refill = now.saturating_duration_since(s.tokens_at).as_secs_f64() * rate;
             s.tokens = (s.tokens + refill).min(cap);
             s.tokens_at = now;
@@ -836,5 +837,15 @@ mod tests {
         );
         l.pause_for(Duration::from_secs(5));
         assert!(l.reserve(1) > Duration::from_secs(4));
+    }
+
+    /// A request taking a new slot after a pause (its tokens counted already) does not wait
+    /// for the token debt of the requests queued behind it.
+    #[test]
+    fn a_new_slot_after_a_pause_does_not_count_tokens_again() {
+        let l = Limiter::new(0, 6000); // 100 tokens a second
+        assert_eq!(l.reserve(6000), Duration::ZERO);
+        assert!(l.reserve(3000) > Duration::from_secs(29), "30 s of debt");
+        assert_eq!(l.reserve(0), Duration::ZERO);
     }
 }
