@@ -102,7 +102,15 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
         .flatten()
     {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&stale) && !name.contains(&own) {
+        // `.ID.jsonl.tmp.PID.N` exactly: ids may hold dots, so a longer id's temp file
+        // (`.a.jsonl.tmp.x.jsonl.tmp.1.2` of labeller `a.jsonl.tmp.x`) is not this one's.
+        let ours = name.strip_prefix(&stale).is_some_and(|rest| {
+            rest.split('.').count() == 2
+                && rest
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if ours && !name.contains(&own) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
