@@ -830,6 +830,10 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     // A killed import's temp file of this labeller goes; another labeller's stays.
     p.write("runs/r/labels/.eva.jsonl.tmp.999999.0", "{\"half\":");
     p.write("runs/r/labels/.ivo.jsonl.tmp.999999.0", "{\"half\":");
+    p.write(
+        "runs/r/labels/.eva.jsonl.tmp.x.jsonl.tmp.999999.0",
+        "{\"half\":",
+    );
     let out = import("semicolons.csv");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/labels/eva.jsonl").len(), 6);
@@ -841,6 +845,11 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     assert!(
         p.path()
             .join("runs/r/labels/.ivo.jsonl.tmp.999999.0")
+            .exists()
+    );
+    assert!(
+        p.path()
+            .join("runs/r/labels/.eva.jsonl.tmp.x.jsonl.tmp.999999.0")
             .exists()
     );
     // A column named twice is refused, not read from its first copy.
