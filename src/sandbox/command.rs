@@ -205,7 +205,7 @@ _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'exit'), (builtins, 'quit'),
           (builtins, 'SystemExit'), (builtins, 'BaseException'),
           (builtins, 'Exception'), (builtins, 'AssertionError'),
-          (type(builtins.exit), '__call__')]
+          (type(_getattr(builtins, 'exit', None)), '__call__')]
 if _uses_unittest:
     # What a unittest check runs on: a solution that turned an assertion or the runner into
     # a no-op would pass every test (imported here only for checks that import it anyway).
