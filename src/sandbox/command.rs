@@ -204,8 +204,10 @@ def _at_exit(code, lasti):
 _guard = [(sys, 'exit'), (os, '_exit'), (os, 'kill'), (os, 'abort'),
           (builtins, 'print'), (builtins, 'exit'), (builtins, 'quit'),
           (builtins, 'SystemExit'), (builtins, 'BaseException'),
-          (builtins, 'Exception'), (builtins, 'AssertionError'),
-          (type(_getattr(builtins, 'exit', None)), '__call__')]
+          (builtins, 'Exception'), (builtins, 'AssertionError')]
+if _getattr(builtins, 'exit', None) is not None:
+    # The class of site's exit() and quit(), whose `__call__` raises their SystemExit.
+    _guard.append((type(builtins.exit), '__call__'))
 if _uses_unittest:
     # What a unittest check runs on: a solution that turned an assertion or the runner into
     # a no-op would pass every test (imported here only for checks that import it anyway).
