@@ -893,3 +893,20 @@ fn a_ctrl_c_during_a_runs_rank_ends_it_with_130_after_the_writes() {
         "the report is whole"
     );
 }
+
+/// A killed judge's temp file beside an `--output` target goes once its process is gone; a
+/// live process's stays.
+#[test]
+fn an_outputs_temp_file_left_by_a_killed_writer_is_removed() {
+    let fx = fixture("bootstrap.json");
+    let p = Project::empty();
+    let file = battles_file(&p, "b.jsonl", fx["comparisons"].as_array().unwrap());
+    let dead = ".out.md.tmp.4194999.0";
+    let live = format!(".out.md.tmp.{}.0", std::process::id());
+    p.write(dead, "half");
+    p.write(&live, "half");
+    let out = p.run(&["rank", "--comparisons", &file, "--output", "out.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!p.path().join(dead).exists());
+    assert!(p.path().join(&live).exists());
+}
