@@ -497,19 +497,27 @@ fn config_error_exits_2_and_writes_nothing() {
     assert_eq!(server.count(), 0);
 }
 
-#[test]
-fn missing_key_env_exits_2_naming_it() {
-    let server = FakeServer::start(echo);
+/// Generates a one-task run whose provider reads its key from `FAKE_PROVIDER_KEY`, set to
+/// `key` (unset for `None`).
+fn generate_with_key(server: &FakeServer, key: Option<&str>) -> (Project, std::process::Output) {
     let p = Project::with_suite(
         1,
         &config(&server.url, "api_key_env = \"FAKE_PROVIDER_KEY\""),
     );
-    let out = p
-        .judge()
-        .args(["generate", "--run", "r"])
-        .env_remove("FAKE_PROVIDER_KEY")
-        .output()
-        .unwrap();
+    let mut cmd = p.judge();
+    cmd.args(["generate", "--run", "r"]);
+    match key {
+        Some(k) => cmd.env("FAKE_PROVIDER_KEY", k),
+        None => cmd.env_remove("FAKE_PROVIDER_KEY"),
+    };
+    let out = cmd.output().unwrap();
+    (p, out)
+}
+
+#[test]
+fn missing_key_env_exits_2_naming_it() {
+    let server = FakeServer::start(echo);
+    let (p, out) = generate_with_key(&server, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(
@@ -527,16 +535,7 @@ fn missing_key_env_exits_2_naming_it() {
 #[test]
 fn a_key_with_a_control_character_is_refused_before_any_request() {
     let server = FakeServer::start(echo);
-    let p = Project::with_suite(
-        1,
-        &config(&server.url, "api_key_env = \"FAKE_PROVIDER_KEY\""),
-    );
-    let out = p
-        .judge()
-        .args(["generate", "--run", "r"])
-        .env("FAKE_PROVIDER_KEY", "sk-test-KEYPART\r\u{1}-rest")
-        .output()
-        .unwrap();
+    let (p, out) = generate_with_key(&server, Some("sk-test-KEYPART\r\u{1}-rest"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(

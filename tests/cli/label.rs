@@ -856,15 +856,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     let sheet = p.read("sheet.csv");
     let (head, body) = sheet.split_once('\n').unwrap();
     p.write("twice.csv", &format!("{head},choice\n{body}"));
-    let out = p.run(&[
-        "label",
-        "import",
-        "twice.csv",
-        "--run",
-        "r",
-        "--labeller",
-        "ivo",
-    ]);
+    let out = import("twice.csv");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains("names column `choice` twice"),
@@ -876,15 +868,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         "evil.csv",
         &format!("{head}\n\"evil\u{1b}[31mRED\nerror: forged\",t,s,p,a,b,1\n"),
     );
-    let out = p.run(&[
-        "label",
-        "import",
-        "evil.csv",
-        "--run",
-        "r",
-        "--labeller",
-        "ivo",
-    ]);
+    let out = import("evil.csv");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
@@ -896,15 +880,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         "open.csv",
         &format!("{head}\n\"i0001,t,s,p,a,b,1\ni0002,t,s,p,a,b,1\n"),
     );
-    let out = p.run(&[
-        "label",
-        "import",
-        "open.csv",
-        "--run",
-        "r",
-        "--labeller",
-        "ivo",
-    ]);
+    let out = import("open.csv");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(
