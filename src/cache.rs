@@ -154,6 +154,34 @@ fn temp_path(path: &Path) -> std::io::Result<std::path::PathBuf> {
     Ok(dir.join(format!(".{name}.tmp.{}.{n}", std::process::id())))
 }
 
+/// The temp files that other processes' atomic writes of `target` left beside it (named
+/// `.NAME.tmp.PID.N` exactly, as [`temp_path`] names them; a longer name that merely starts
+/// the same, such as another file's whose name holds dots, is not one), with each one's PID.
+pub fn temp_files_of(target: &Path) -> Vec<(std::path::PathBuf, u32)> {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.tmp.", name.to_string_lossy());
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let (pid, n) = file.strip_prefix(&prefix)?.split_once('.')?;
+            let pid: u32 = pid.parse().ok().filter(|_| digits(pid) && digits(n))?;
+            let own = pid == std::process::id();
+            (!own && entry.file_type().is_ok_and(|t| t.is_file())).then(|| (entry.path(), pid))
+        })
+        .collect()
+}
+
 /// Like [`write_atomic`], streaming the contents through `fill`.
 pub fn write_atomic_with(
     path: &Path,

@@ -264,30 +264,12 @@ fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// run, no lock says whose they are): those whose process is gone, by `/proc` (nothing is
 /// removed where there is no `/proc`). Best effort.
 fn remove_dead_writers_temp_files(target: &std::path::Path) {
-    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        std::path::Path::new(".")
-    } else {
-        dir
-    };
     if !std::path::Path::new("/proc/self").exists() {
         return;
     }
-    let prefix = format!(".{}.tmp.", name.to_string_lossy());
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        let Some((pid, n)) = file
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.split_once('.'))
-        else {
-            continue;
-        };
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        let gone = !std::path::Path::new("/proc").join(pid).exists();
-        if digits(pid) && digits(n) && gone && entry.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = std::fs::remove_file(entry.path());
+    for (stale, pid) in crate::cache::temp_files_of(target) {
+        if !std::path::Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(stale);
         }
     }
 }

@@ -94,25 +94,8 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
     }
     // A killed import's temp file of this labeller's file is no one else's (the labeller's
     // lock is held): removed, where the run's sweep would wait for an exclusive command.
-    let stale = format!(".{}.jsonl.tmp.", args.labeller);
-    let own = format!(".tmp.{}.", std::process::id());
-    for entry in std::fs::read_dir(l.run_dir.file("labels"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // `.ID.jsonl.tmp.PID.N` exactly: ids may hold dots, so a longer id's temp file
-        // (`.a.jsonl.tmp.x.jsonl.tmp.1.2` of labeller `a.jsonl.tmp.x`) is not this one's.
-        let ours = name.strip_prefix(&stale).is_some_and(|rest| {
-            rest.split('.').count() == 2
-                && rest
-                    .split('.')
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        });
-        if ours && !name.contains(&own) {
-            let _ = std::fs::remove_file(entry.path());
-        }
+    for (stale, _) in crate::cache::temp_files_of(&path) {
+        let _ = std::fs::remove_file(stale);
     }
     crate::cache::write_atomic(&path, &bytes)
         .with_context(|| format!("failed to write `{}`", path.display()))?;
