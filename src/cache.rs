@@ -155,7 +155,7 @@ fn temp_path(path: &Path) -> std::io::Result<std::path::PathBuf> {
 }
 
 /// The temp files that other processes' atomic writes of `target` left beside it (named
-/// `.NAME.tmp.PID.N` exactly, as [`temp_path`] names them; a longer name that merely starts
+/// `.NAME.tmp.PID.N` exactly, as `temp_path` names them; a longer name that merely starts
 /// the same, such as another file's whose name holds dots, is not one), with each one's PID.
 pub fn temp_files_of(target: &Path) -> Vec<(std::path::PathBuf, u32)> {
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {

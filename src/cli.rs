@@ -1,4 +1,7 @@
 //! The command line (clap derive): global options and one `*Args` struct per subcommand.
+// The doc comments are the `--help` texts, where `[[judges]]` and `[run]` name judge.toml tables
+// and `<run>` a placeholder, not Rust items or HTML.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 

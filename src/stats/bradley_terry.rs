@@ -68,7 +68,7 @@ impl BtFit {
 /// because λ > 0) with Cholesky solves; steps longer than 0.5 in θ are backtracked (Armijo),
 /// shorter ones provably decrease the objective (see `Newton::solve`). Iterated to full
 /// double precision. `warm_start` (length `n_models`) is the starting θ; zeros otherwise.
-/// A model without rated games gets θ = 0 from the prior; one model gives θ = [0].
+/// A model without rated games gets θ = 0 from the prior; one model gives θ = `[0]`.
 pub fn fit_bradley_terry(
     counts: &PairCounts,
     prior: f64,
@@ -94,7 +94,7 @@ pub fn rating_from_theta(theta: f64) -> f64 {
 
 /// Expected win rate against the field: for model i, the mean over the other models j of
 /// σ(θ_i − θ_j). With a single model there is no field and the rate is defined as 0.5.
-/// Computed exactly as for every bootstrap resample (see [`LaneRefit::win_rates`]).
+/// Computed exactly as for every bootstrap resample (see `LaneRefit::win_rates`).
 pub fn win_rates(theta: &[f64]) -> Vec<f64> {
     let mut refit = LaneRefit::new(theta.len());
     refit.set_theta_lane(0, theta);
