@@ -44,7 +44,7 @@ pub(crate) const CHORD_TOL: f64 = 1e-4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BootstrapUnit {
-    /// Comparison rows (both-bad rows included: they are drawn, then excluded from the fit).
+    /// Rated comparison rows (both-bad rows are counted, never drawn).
     #[default]
     Comparison,
     /// Tasks, each bringing all its comparisons (cluster bootstrap).
@@ -147,7 +147,7 @@ pub fn bootstrap(
     })
 }
 
-/// Whether every task holds exactly one (rated or both-bad) row: then resampling tasks is
+/// Whether every task holds exactly one rated row: then resampling tasks is
 /// resampling rows (Chatbot Arena's battle files give every battle its own `question_id`).
 pub fn tasks_are_single_rows(input: &BootstrapInput) -> bool {
     input.has_tasks() && input.n_tasks() as u64 == input.rows()

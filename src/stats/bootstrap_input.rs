@@ -2,11 +2,13 @@
 //!
 //! Resampling rows with replacement only changes how often each *distinct* row is drawn, and
 //! the Bradley–Terry fit depends on rows only through per-pair counts. So rows collapse into
-//! cells — (unordered pair, lower index wins / higher index wins / tie), plus one cell for all
-//! both-bad rows — and a multinomial over the cells with probabilities count/N and N draws
-//! has exactly the distribution of the resampled counts (see [`super::multinomial`]). For the
-//! task (cluster) bootstrap, every pair keeps its per-task tallies and a resample draws task
-//! multiplicities (T uniform picks among T tasks), then sums multiplicity × tally per pair.
+//! cells — (unordered pair, lower index wins / higher index wins / tie) — and a multinomial
+//! over the cells with probabilities count/N and N draws has exactly the distribution of the
+//! resampled counts (see [`super::multinomial`]). For the task (cluster) bootstrap, every pair
+//! keeps its per-task tallies and a resample draws task multiplicities (T uniform picks among
+//! T tasks), then sums multiplicity × tally per pair. Both-bad rows are counted but never
+//! drawn (DESIGN §2.9: they move no number, intervals included): they make no cell, and a
+//! task whose rows are all both bad is no task of the task bootstrap.
 //! Memory grows with distinct cells (at most tasks × pairs), not with rows.
 
 use std::sync::OnceLock;
@@ -80,12 +82,12 @@ impl BootstrapInput {
         self.counts.n_models()
     }
 
-    /// All rows, both-bad included (the size of a comparison-level resample).
+    /// Rated rows (the size of a comparison-level resample; both-bad rows are not drawn).
     pub fn rows(&self) -> u64 {
         self.weights.iter().sum()
     }
 
-    /// Distinct tasks (the size of a task-level resample).
+    /// Distinct tasks with a rated row (the size of a task-level resample).
     pub fn n_tasks(&self) -> usize {
         self.n_tasks
     }
@@ -225,7 +227,7 @@ pub(crate) struct Scratch {
 #[derive(Debug, Clone)]
 pub struct BootstrapInputBuilder {
     counts: PairCounts,
-    /// One key per row: (task, 4·pair index + cell), cell 3 meaning both bad.
+    /// One key per rated row: (task, 4·pair index + cell).
     keys: Vec<(usize, u64)>,
     keep_tasks: bool,
 }
@@ -261,9 +263,10 @@ impl BootstrapInputBuilder {
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.counts.n_models(), a, b, outcome)?;
         self.counts.add_located(a, b, pair, cell, 1);
-        if self.keep_tasks {
-            self.keys
-                .push((task, 4 * pair as u64 + cell.unwrap_or(3) as u64));
+        // A both-bad row is counted, never drawn: it brings no key, so a task of only
+        // both-bad rows is no task of the task bootstrap.
+        if let (true, Some(cell)) = (self.keep_tasks, cell) {
+            self.keys.push((task, 4 * pair as u64 + cell as u64));
         }
         Ok(())
     }
@@ -313,11 +316,10 @@ impl BootstrapInputBuilder {
 
 /// The non-empty comparison cells, ordered by count so that cells sharing a Poisson sampler
 /// are adjacent (see [`CellSampler`]): their counts, and per active pair the index of each
-/// of its three outcomes' cells (`counts.len()` for an outcome with no rows). All both-bad
-/// rows form one cell of their own: drawn, so that they take their share of every
-/// resample, and then left out of the fit.
+/// of its three outcomes' cells (`counts.len()` for an outcome with no rows). Both-bad rows
+/// make no cell: they are not drawn.
 fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>, Vec<u64>) {
-    // (count, slot, outcome); outcome 3 is the both-bad cell.
+    // (count, slot, outcome).
     let mut cells: Vec<(u64, u32, u8)> = Vec::new();
     for (pair, tally) in counts.tallies().iter().enumerate() {
         for (outcome, &count) in (0u8..3).zip(tally.iter()) {
@@ -326,25 +328,18 @@ fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>
             }
         }
     }
-    let both_bad = counts.both_bad_total();
-    if both_bad > 0 {
-        cells.push((both_bad, u32::MAX, 3));
-    }
     // Stable: equal counts keep pair order, so the layout is deterministic.
     cells.sort_by_key(|&(count, _, _)| count);
     let none = u32::try_from(cells.len()).expect("fewer than 2^32 cells");
     let mut pair_cells = vec![[none; 3]; active.models.len()];
     for (index, &(_, slot, outcome)) in cells.iter().enumerate() {
-        if outcome < 3 {
-            pair_cells[slot as usize][usize::from(outcome)] = index as u32;
-        }
+        pair_cells[slot as usize][usize::from(outcome)] = index as u32;
     }
     (pair_cells, cells.iter().map(|c| c.0).collect())
 }
 
 /// Per-pair task tallies in CSR form from the row keys: pairs in slot order, tasks numbered
-/// densely in ascending label order, each pair's entries in task order. A task whose rows are
-/// all both-bad still counts as a task, with no tallies. The rated keys are bucketed by pair
+/// densely in ascending label order, each pair's entries in task order. The rated keys are bucketed by pair
 /// (the counts give each bucket's size) and each pair's few keys sorted on their own; the
 /// pairs are split into `threads` runs of about equal rows, one thread each.
 /// Returns (tasks, offsets, entries).
@@ -426,8 +421,8 @@ fn slot_run_cells(
 ) -> (Vec<TaskEntry>, Vec<usize>) {
     let base = bucket_start[slots.start];
     let rows = bucket_start[slots.end] - base;
-    // This run's buckets and, last, one place that takes every key of another run and every
-    // both-bad key (which brings no tallies): no key needs a branch.
+    // This run's buckets and, last, one place that takes every key of another run: no key
+    // needs a branch.
     let mut bucket = vec![0u64; rows + 1];
     let mut next: Vec<usize> = bucket_start[slots.clone()]
         .iter()
@@ -436,13 +431,9 @@ fn slot_run_cells(
     let elsewhere = next.len();
     next.push(rows);
     for &(label, code) in keys {
-        // Every rated key's pair is active (its slot is in this run or another).
+        // Every key's pair is active (its slot is in this run or another).
         let k = (active.slot[(code >> 2) as usize] as usize).wrapping_sub(slots.start);
-        let k = if k < elsewhere && code & 3 != 3 {
-            k
-        } else {
-            elsewhere
-        };
+        let k = k.min(elsewhere);
         bucket[next[k]] = u64::from(tasks.dense(label)) << 2 | (code & 3);
         next[k] += usize::from(k != elsewhere);
     }
@@ -570,7 +561,8 @@ mod tests {
             (1, 0, Outcome::AWins, 30),
         ];
         let input = BootstrapInput::from_rows(2, rows).expect("valid rows");
-        assert_eq!((input.n_tasks(), input.rows(), input.n_cells()), (3, 4, 4));
+        // Task 20 holds only a both-bad row, which is never drawn: no task, no cell.
+        assert_eq!((input.n_tasks(), input.rows(), input.n_cells()), (2, 3, 3));
         assert_eq!(input.slot_start, vec![0, 2]);
         let [first, last] = [input.task_entries[0], input.task_entries[1]];
         assert_eq!(
@@ -580,7 +572,7 @@ mod tests {
         );
         assert_eq!(
             (last.task, last.twice_w, last.n),
-            (2, 2.0, 2.0),
+            (1, 2.0, 2.0),
             "task 30: one win each way"
         );
     }

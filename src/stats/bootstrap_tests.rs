@@ -141,10 +141,47 @@ fn quadrupling_rows_halves_interval_widths() {
 }
 
 #[test]
+fn both_bad_rows_move_no_interval() {
+    // DESIGN §2.9: both-bad rows are counted and move no number. The same rated rows with
+    // both-bad rows added (on their tasks and on tasks of their own) give the same
+    // intervals, bit for bit, by either unit.
+    let rated: Vec<_> = synthetic_rows(4, 400, 60)
+        .into_iter()
+        .filter(|r| r.2 != Outcome::BothBad)
+        .collect();
+    let mut with_both_bad = Vec::new();
+    for (k, &row) in rated.iter().enumerate() {
+        with_both_bad.push(row);
+        if k % 3 == 0 {
+            let (a, b, _, task) = row;
+            let task = if k % 2 == 0 { task } else { 1000 + k };
+            with_both_bad.push((b, a, Outcome::BothBad, task));
+        }
+    }
+    let (plain, plain_fit) = prepare(4, &rated, 0.1);
+    let (more, more_fit) = prepare(4, &with_both_bad, 0.1);
+    assert!(more.counts().both_bad_total() > 100);
+    for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+        assert_eq!(
+            run(&plain, &plain_fit, unit, 7, 2),
+            run(&more, &more_fit, unit, 7, 2),
+            "{unit:?}"
+        );
+    }
+}
+
+#[test]
 fn task_unit_with_about_one_row_per_task_agrees_with_comparison_unit() {
-    // 1200 rows on 1199 tasks (the last two rows share one): resampled by task picks.
+    // 1200 rows, two rated ones sharing a task (both-bad rows are no task's): resampled by
+    // task picks.
     let mut rows = synthetic_rows(4, 1200, 1200);
-    rows[1199].3 = rows[1198].3;
+    let rated: Vec<usize> = (0..rows.len())
+        .filter(|&k| rows[k].2 != Outcome::BothBad)
+        .collect();
+    let [.., first, second] = rated[..] else {
+        panic!("synthetic rows hold rated ones")
+    };
+    rows[second].3 = rows[first].3;
     let (input, fit) = prepare(4, &rows, 0.1);
     assert!(!tasks_are_single_rows(&input));
     let by_row = run(&input, &fit, BootstrapUnit::Comparison, 3, 2);
