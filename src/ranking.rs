@@ -82,12 +82,21 @@ pub enum RankError {
     #[error("need at least two models to rank (found {0})")]
     TooFewModels(usize),
     #[error(
+        "{0} models: judge ranks at most {MAX_MODELS} at once (the fit's time and memory grow with the square of the number of models, and faster); keep the battles of the models to compare"
+    )]
+    TooManyModels(usize),
+    #[error(
         "no rated comparisons: every comparison is both-bad or failed, so there is nothing to fit"
     )]
     NoRatedComparisons,
     #[error(transparent)]
     Stats(#[from] StatsError),
 }
+
+/// The most models one leaderboard takes: the fit keeps a tally per pair of models and a
+/// dense Hessian, so time grows faster than the square of the count (2000 models and 1000
+/// resamples take minutes; 200,000 would need 480 GB for the pairs alone).
+pub const MAX_MODELS: usize = 2000;
 
 /// Fits and ranks. `costs[i]` is model i's cost (None = unpriced/unknown) and whether it is
 /// priced.
@@ -103,6 +112,9 @@ pub fn rank(
     }
     if n < 2 {
         return Err(RankError::TooFewModels(n));
+    }
+    if n > MAX_MODELS {
+        return Err(RankError::TooManyModels(n));
     }
     let Part {
         builder,

@@ -64,11 +64,20 @@ pub struct OutputBrief {
 pub trait OutputRow: serde::de::DeserializeOwned {
     /// The (task, model) it answers.
     fn item(&self) -> (&str, &str);
+
+    /// Whether it is `ok` without a `text`, which judge never writes (an edited file).
+    fn ok_without_text(&self) -> bool {
+        false
+    }
 }
 
 impl OutputRow for OutputRecord {
     fn item(&self) -> (&str, &str) {
         (&self.task, &self.model)
+    }
+
+    fn ok_without_text(&self) -> bool {
+        self.status == Status::Ok && self.text.is_none()
     }
 }
 

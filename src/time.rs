@@ -120,6 +120,10 @@ pub fn parse_http_date(s: &str) -> Option<SystemTime> {
         return None;
     }
     let day: u32 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
+    // HTTP dates have four-digit years (RFC 9110); a longer one would overflow the arithmetic.
+    if !(0..=9999).contains(&year) {
+        return None;
+    }
     UtcDateTime {
         year,
         month,
@@ -168,5 +172,14 @@ mod tests {
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST"), None);
         assert_eq!(parse_http_date("120"), None);
         assert_eq!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT"), None);
+        // A year no HTTP date has, which would overflow the day arithmetic.
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 9223372036854775807 08:49:37 GMT"),
+            None
+        );
+        assert_eq!(
+            parse_http_date("Sun Nov  6 08:49:37 -9223372036854775808"),
+            None
+        );
     }
 }

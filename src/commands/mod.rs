@@ -92,7 +92,16 @@ fn load_run_locked<R: crate::records::OutputRow>(
         manifest.suite = current;
         crate::engine::run_dir::write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     }
-    let outputs = latest_outputs(run_dir.read_jsonl(&run_dir.file(generate::OUTPUTS_FILE))?);
+    let outputs_path = run_dir.file(generate::OUTPUTS_FILE);
+    let outputs: Vec<R> = latest_outputs(run_dir.read_jsonl(&outputs_path)?);
+    if let Some(o) = outputs.iter().find(|o| o.ok_without_text()) {
+        let (task, model) = o.item();
+        return Err(JudgeError::usage(format!(
+            "`{}`: the output of task `{task}` by model `{model}` is `ok` but has no `text` (edited by hand?); delete its line and `judge generate --run {run}` asks for it again",
+            outputs_path.display()
+        ))
+        .into());
+    }
     Ok((run_dir, manifest, suite, outputs))
 }
 

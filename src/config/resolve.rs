@@ -168,6 +168,22 @@ pub(super) fn resolve_provider(
     if timeout_secs == 0 {
         return Err(err(&at("timeout_secs"), "must be at least 1".into()));
     }
+    // One request's limit: a day is already far beyond any reply.
+    if timeout_secs > 86_400 {
+        return Err(err(
+            &at("timeout_secs"),
+            "is above 86400 (a day, for one request); use a smaller number".into(),
+        ));
+    }
+    // Each retry waits longer (backoff up to a minute): a hundred already take well over an
+    // hour for one item; more only hide a server that is down.
+    let max_retries = p.max_retries.unwrap_or(6);
+    if max_retries > 100 {
+        return Err(err(
+            &at("max_retries"),
+            "is above 100; use a smaller number (`--deadline` bounds a whole run's time)".into(),
+        ));
+    }
     let (base_url, api_key_env) = match kind {
         ProviderKind::Files => {
             if p.base_url.is_some() || p.api_key_env.is_some() {
@@ -223,10 +239,13 @@ pub(super) fn resolve_provider(
         requests_per_minute: p.requests_per_minute.unwrap_or(0),
         tokens_per_minute: p.tokens_per_minute.unwrap_or(0),
         timeout_secs,
-        max_retries: p.max_retries.unwrap_or(6),
+        max_retries,
         token_limit_field,
     })
 }
+
+/// The highest price per million tokens taken (the dearest models cost hundreds).
+const MAX_PRICE_PER_MTOK: f64 = 1_000_000.0;
 
 pub(super) fn resolve_models(
     section: &str,
@@ -270,7 +289,16 @@ pub(super) fn resolve_models(
             ));
         }
         let family = match m.family.as_deref().map(str::trim) {
-            Some(f) if !f.is_empty() => f.to_string(),
+            Some(f) if f.chars().any(char::is_alphanumeric) => f.to_string(),
+            // Families are compared by their letters and digits: `-` or `?` names none.
+            Some(f) if !f.is_empty() => {
+                return Err(err(
+                    &at("family"),
+                    format!(
+                        "`{f}` names no family (it has no letter or digit); set the provider family (e.g. \"openai\", \"meta\")"
+                    ),
+                ));
+            }
             _ => {
                 return Err(err(
                     &at("family"),
@@ -288,6 +316,16 @@ pub(super) fn resolve_models(
         ] {
             if price.is_some_and(|p| !(p >= 0.0 && p.is_finite())) {
                 return Err(err(&at(key), "must be a non-negative number".into()));
+            }
+            // Dollars per million tokens: far above any price, a typo (or a cost that
+            // overflows to "unknown").
+            if price.is_some_and(|p| p > MAX_PRICE_PER_MTOK) {
+                return Err(err(
+                    &at(key),
+                    format!(
+                        "is above {MAX_PRICE_PER_MTOK} (dollars per million tokens); check the number"
+                    ),
+                ));
             }
         }
         if m.price_input_per_mtok.is_some() != m.price_output_per_mtok.is_some() {

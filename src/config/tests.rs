@@ -116,6 +116,42 @@ fn missing_family_is_refused() {
 }
 
 #[test]
+fn a_family_of_punctuation_alone_is_refused() {
+    for family in ["-", "?", " -_ "] {
+        let e = error_of(&GOOD.replace("family = \"openai\"", &format!("family = \"{family}\"")));
+        assert!(
+            e.contains("models[1].family") && e.contains("names no family"),
+            "{family}: {e}"
+        );
+    }
+}
+
+#[test]
+fn absurd_prices_retries_and_timeouts_are_refused() {
+    let e = error_of(&GOOD.replace(
+        "price_input_per_mtok = 0.15",
+        "price_input_per_mtok = 1.7e308",
+    ));
+    assert!(
+        e.contains("models[1].price_input_per_mtok") && e.contains("is above 1000000"),
+        "{e}"
+    );
+    for (key, value, says) in [
+        ("max_retries", "101", "is above 100"),
+        ("timeout_secs", "86401", "is above 86400"),
+    ] {
+        let e = error_of(&GOOD.replace(
+            "[providers.oa]\n",
+            &format!("[providers.oa]\n{key} = {value}\n"),
+        ));
+        assert!(
+            e.contains(&format!("providers.oa.{key}")) && e.contains(says),
+            "{key}: {e}"
+        );
+    }
+}
+
+#[test]
 fn duplicate_model_id_is_refused() {
     let e = error_of(&GOOD.replace("id = \"gpt\"", "id = \"reference\""));
     assert!(e.contains("defined twice"), "{e}");

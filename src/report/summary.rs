@@ -56,8 +56,9 @@ impl GenerationTally {
         row.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
         row.cached += u64::from(r.from_cache);
         if let Some(u) = r.usage {
-            row.input_tokens += u.input_tokens;
-            row.output_tokens += u.output_tokens;
+            // Saturating: a server's absurd count must not wrap a total.
+            row.input_tokens = row.input_tokens.saturating_add(u.input_tokens);
+            row.output_tokens = row.output_tokens.saturating_add(u.output_tokens);
             row.with_usage += 1;
         } else {
             // A failure too: its tokens may have been billed and are not known.
@@ -329,6 +330,21 @@ mod tests {
             }),
             spent_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn absurd_token_counts_saturate_rather_than_wrap() {
+        let mut tally = GenerationTally::default();
+        for _ in 0..2 {
+            let mut r = record("a", Status::Ok, None);
+            r.usage = Some(Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 1 << 63,
+            });
+            tally.add(&r);
+        }
+        let s = tally.render(&[model("a", false)]);
+        assert_eq!(s.matches(&u64::MAX.to_string()).count(), 2, "{s}");
     }
 
     #[test]

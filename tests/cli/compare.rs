@@ -474,6 +474,31 @@ fn failed_generation_loses_without_asking_the_judge() {
 }
 
 #[test]
+fn an_ok_output_edited_to_lose_its_text_is_refused_not_a_panic() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let outputs = p.read("runs/r/outputs.jsonl");
+    let mut lines: Vec<serde_json::Value> = outputs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["text"] = serde_json::Value::Null;
+    let (task, model) = (lines[0]["task"].clone(), lines[0]["model"].clone());
+    let edited: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    p.write("runs/r/outputs.jsonl", &edited);
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let wanted = format!(
+        "the output of task `{}` by model `{}` is `ok` but has no `text`",
+        task.as_str().unwrap(),
+        model.as_str().unwrap()
+    );
+    assert!(text(&out).contains(&wanted), "{}", text(&out));
+    assert_eq!(server.count(), 0, "no judge call");
+    assert_eq!(p.read("runs/r/outputs.jsonl"), edited, "nothing rewritten");
+}
+
+#[test]
 fn an_output_not_generated_yet_is_left_out_not_lost() {
     let server = FakeServer::start(marker_judge);
     let p = project(&server.url, "judge-labs");

@@ -530,6 +530,26 @@ fn absurd_resample_counts_are_a_clear_error() {
 }
 
 #[test]
+fn more_models_than_one_fit_takes_are_refused_before_fitting() {
+    // A chain of 2,001 models (the limit is 2,000): refused at once, not minutes of refits
+    // (or, at 200,000 models, an allocation of hundreds of GB that aborts).
+    let p = Project::empty();
+    let rows: Vec<serde_json::Value> = (0..2000)
+        .map(|k| {
+            serde_json::json!({"model_a": format!("m{k}"), "model_b": format!("m{}", k + 1), "winner": "model_a"})
+        })
+        .collect();
+    let file = battles_file(&p, "chain.jsonl", &rows);
+    let out = p.run(&["rank", "--comparisons", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("2001 models: judge ranks at most 2000 at once"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn a_fit_that_fails_at_a_tiny_prior_says_what_to_do() {
     let p = Project::empty();
     let row =

@@ -178,8 +178,8 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
             Some(u) if usage_known => {
                 let prev = record.usage.unwrap_or_default();
                 let usage = crate::provider::Usage {
-                    input_tokens: prev.input_tokens + u.input_tokens,
-                    output_tokens: prev.output_tokens + u.output_tokens,
+                    input_tokens: prev.input_tokens.saturating_add(u.input_tokens),
+                    output_tokens: prev.output_tokens.saturating_add(u.output_tokens),
                 };
                 record.usage = Some(usage);
                 record.cost_usd = judge.cost_usd(usage.input_tokens, usage.output_tokens);
