@@ -36,17 +36,18 @@ pub struct RankParams {
     pub threads: usize,
 }
 
-/// One leaderboard line.
+/// One leaderboard line. A model without rated games has no rank, rating or win rate
+/// (`None`): it is listed, unranked, after the others.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Standing {
-    pub rank: usize,
+    pub rank: Option<usize>,
     pub model: String,
-    pub rating: f64,
-    pub rating_ci_low: f64,
-    pub rating_ci_high: f64,
-    pub win_rate: f64,
-    pub win_rate_ci_low: f64,
-    pub win_rate_ci_high: f64,
+    pub rating: Option<f64>,
+    pub rating_ci_low: Option<f64>,
+    pub rating_ci_high: Option<f64>,
+    pub win_rate: Option<f64>,
+    pub win_rate_ci_low: Option<f64>,
+    pub win_rate_ci_high: Option<f64>,
     /// Rated comparisons: wins + losses + ties.
     pub games: u64,
     pub wins: u64,
@@ -65,7 +66,7 @@ pub struct Standing {
 /// The fitted leaderboard, before presentation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fitted {
-    /// Sorted by rank, then win rate (descending), then model id.
+    /// Sorted by rank, then win rate (descending), then model id; the unranked last, by id.
     pub standings: Vec<Standing>,
     pub rated: u64,
     pub both_bad: u64,
@@ -100,6 +101,11 @@ pub const MAX_MODELS: usize = 2000;
 
 /// Fits and ranks. `costs[i]` is model i's cost (None = unpriced/unknown) and whether it is
 /// priced.
+///
+/// A model without rated games (none at all, or only both-bad and failed ones) is listed
+/// unranked: the prior alone would give it a rating of 1000 and an interval as narrow as the
+/// others' spread (its θ is 0 in every resample), which would rank it on no evidence. The
+/// others are fitted without it, so their win rates are against the models that played.
 pub fn rank(
     models: &[String],
     rows: &[Row],
@@ -116,6 +122,80 @@ pub fn rank(
     if n > MAX_MODELS {
         return Err(RankError::TooManyModels(n));
     }
+    let all = fit_all(models, rows, params, costs)?;
+    if all.standings.iter().all(|s| s.games > 0) {
+        return Ok(all);
+    }
+    // Refit on the models that played (at least two: a rated game has two sides). Every row
+    // left out names a model without rated games, so it is both bad or failed: it moves no
+    // rating, and the per-model counts come from the whole data.
+    let played: Vec<bool> = models
+        .iter()
+        .map(|m| all.standings.iter().any(|s| &s.model == m && s.games > 0))
+        .collect();
+    let mut index = vec![u32::MAX; n];
+    let mut kept_models = Vec::new();
+    let mut kept_costs = Vec::new();
+    for (i, m) in models.iter().enumerate().filter(|(i, _)| played[*i]) {
+        index[i] = kept_models.len() as u32;
+        kept_models.push(m.clone());
+        kept_costs.push(costs.get(i).copied().unwrap_or((None, false)));
+    }
+    let kept_rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| played[r.a as usize] && played[r.b as usize])
+        .map(|r| Row {
+            a: index[r.a as usize],
+            b: index[r.b as usize],
+            ..*r
+        })
+        .collect();
+    let mut fitted = fit_all(&kept_models, &kept_rows, params, &kept_costs)?;
+    let whole = |model: &str| {
+        all.standings
+            .iter()
+            .find(|s| s.model == model)
+            .expect("every model has a standing")
+    };
+    for s in &mut fitted.standings {
+        let w = whole(&s.model);
+        (s.both_bad, s.failed) = (w.both_bad, w.failed);
+    }
+    (fitted.rated, fitted.both_bad, fitted.failed) = (all.rated, all.both_bad, all.failed);
+    let mut unranked: Vec<Standing> = all
+        .standings
+        .into_iter()
+        .filter(|s| s.games == 0)
+        .map(|s| Standing {
+            rank: None,
+            rating: None,
+            rating_ci_low: None,
+            rating_ci_high: None,
+            win_rate: None,
+            win_rate_ci_low: None,
+            win_rate_ci_high: None,
+            ..s
+        })
+        .collect();
+    unranked.sort_by(|x, y| x.model.cmp(&y.model));
+    for s in &unranked {
+        fitted.warnings.push(format!(
+            "model `{}` has no rated games ({} both bad, {} failed): it is listed without a rank, rating or win rate, and the others' win rates are against the models that played",
+            s.model, s.both_bad, s.failed
+        ));
+    }
+    fitted.standings.extend(unranked);
+    Ok(fitted)
+}
+
+/// [`rank`] with every model in the fit.
+fn fit_all(
+    models: &[String],
+    rows: &[Row],
+    params: RankParams,
+    costs: &[(Option<f64>, bool)],
+) -> Result<Fitted, RankError> {
+    let n = models.len();
     let Part {
         builder,
         failed,
@@ -148,13 +228,6 @@ pub fn rank(
     let elos = elos?;
     let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
     let mut warnings = Vec::new();
-    for (i, m) in models.iter().enumerate() {
-        if tally[i][0] + tally[i][1] + tally[i][2] == 0 {
-            warnings.push(format!(
-                "model `{m}` has no rated games: its rating is the prior's 1000 and its interval says nothing"
-            ));
-        }
-    }
     if groups > 1 {
         warnings.push(format!(
             "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
@@ -183,12 +256,16 @@ pub fn rank(
     // Zero width is judged on the bootstrap's own bounds: a bound set on the estimate (see
     // [`holding`]) must not hide it. Standings are still in model order here.
     for (i, s) in standings.iter().enumerate().filter(|(_, s)| s.games > 0) {
+        let (Some(rating), Some(low), Some(high)) = (s.rating, s.rating_ci_low, s.rating_ci_high)
+        else {
+            continue;
+        };
         if boot.rating[i].lo == boot.rating[i].hi {
             warnings.push(format!(
                 "model `{}`: every resample gave the same rating, so its interval has zero width: too few resamples, too few distinct comparisons, or only ties, to measure the uncertainty",
                 s.model
             ));
-        } else if !(s.rating_ci_low..=s.rating_ci_high).contains(&s.rating) {
+        } else if !(low..=high).contains(&rating) {
             warnings.push(format!(
                 "model `{}`: the rating lies outside its bootstrap interval; with so few resamples or comparisons the interval is not to be trusted",
                 s.model
@@ -197,7 +274,7 @@ pub fn rank(
     }
     // Within a rank by win rate, to 1e-9: models with the same record have win rates equal
     // up to rounding noise, and their order follows their names, not that noise.
-    let grid = |w: f64| (w * 1e9).round() as i64;
+    let grid = |w: Option<f64>| w.map(|w| (w * 1e9).round() as i64);
     standings.sort_by(|x, y| {
         x.rank
             .cmp(&y.rank)
@@ -350,14 +427,14 @@ fn standing(
     let (rating_ci_low, rating_ci_high) = holding(rating_ci, fit.rating[i]);
     let (win_rate_ci_low, win_rate_ci_high) = holding(win_ci, fit.win_rate[i]);
     Standing {
-        rank,
+        rank: Some(rank),
         model: model.to_string(),
-        rating: fit.rating[i],
-        rating_ci_low,
-        rating_ci_high,
-        win_rate: fit.win_rate[i],
-        win_rate_ci_low,
-        win_rate_ci_high,
+        rating: Some(fit.rating[i]),
+        rating_ci_low: Some(rating_ci_low),
+        rating_ci_high: Some(rating_ci_high),
+        win_rate: Some(fit.win_rate[i]),
+        win_rate_ci_low: Some(win_rate_ci_low),
+        win_rate_ci_high: Some(win_rate_ci_high),
         games: t[0] + t[1] + t[2],
         wins: t[0],
         losses: t[1],
@@ -613,6 +690,70 @@ mod tests {
                 .any(|w| w.contains("2 disconnected groups")),
             "{:?}",
             f.warnings
+        );
+    }
+
+    #[test]
+    fn a_model_without_rated_games_is_listed_unranked_and_moves_no_other_number() {
+        // `e` has only both-bad and failed comparisons: no rank, no rating, listed last; the
+        // others are exactly what they are without `e` in the data at all, but for their
+        // both-bad and failed counts.
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        let mut rows: Vec<Row> = (0..60)
+            .map(|i| {
+                let (a, b) = [(0, 1), (1, 2), (2, 3), (3, 0)][i as usize % 4];
+                row(
+                    a,
+                    b,
+                    [Outcome::AWins, Outcome::BWins, Outcome::Tie][i as usize % 3],
+                    i,
+                )
+            })
+            .collect();
+        let without = rank(&names(&["a", "b", "c", "d"]), &rows, params(), &[]).expect("ranks");
+        rows.insert(5, row(4, 0, Outcome::BothBad, 5));
+        rows.push(Row {
+            a: 1,
+            b: 4,
+            outcome: RowOutcome::Failed,
+            task: 9,
+        });
+        let with = rank(&names(&["a", "b", "c", "d", "e"]), &rows, params(), &[]).expect("ranks");
+        let e = with.standings.last().expect("standings");
+        assert_eq!(e.model, "e");
+        assert_eq!(
+            (
+                e.rank,
+                e.rating,
+                e.rating_ci_low,
+                e.win_rate,
+                e.win_rate_ci_high
+            ),
+            (None, None, None, None, None)
+        );
+        assert_eq!((e.games, e.both_bad, e.failed, e.elo), (0, 1, 1, None));
+        assert_eq!(with.standings.len(), 5);
+        for (x, y) in without.standings.iter().zip(&with.standings) {
+            let bad = (u64::from(y.model == "a"), u64::from(y.model == "b"));
+            assert_eq!(
+                Standing {
+                    both_bad: x.both_bad + bad.0,
+                    failed: x.failed + bad.1,
+                    ..x.clone()
+                },
+                *y
+            );
+        }
+        assert_eq!(
+            (with.rated, with.both_bad, with.failed),
+            (without.rated, 1, 1)
+        );
+        assert!(
+            with.warnings
+                .iter()
+                .any(|w| w.starts_with("model `e` has no rated games (1 both bad, 1 failed)")),
+            "{:?}",
+            with.warnings
         );
     }
 }

@@ -268,6 +268,26 @@ fn from_run(
         .filter(|m| present.contains(m.id.as_str()))
         .collect();
     let models: Vec<String> = model_cfgs.iter().map(|m| m.id.clone()).collect();
+    if !args.from_labels {
+        // Generated after the judge's last compare (the manifest's count of missing
+        // comparisons predates it): listed unranked, with what to do.
+        let compared: std::collections::BTreeSet<&str> = mine
+            .iter()
+            .flat_map(|c| [c.model_a.as_str(), c.model_b.as_str()])
+            .collect();
+        let idle: Vec<String> = models
+            .iter()
+            .filter(|m| !compared.contains(m.as_str()))
+            .map(|m| format!("`{m}`"))
+            .collect();
+        if !idle.is_empty() {
+            warnings.push(format!(
+                "{} {} outputs but no comparison by judge `{judge}` (generated after its last compare?): `judge compare --run {run} --judge {judge}` compares them, unless they share its family",
+                idle.join(", "),
+                if idle.len() == 1 { "has" } else { "have" }
+            ));
+        }
+    }
     let index: HashMap<&str, u32> = models
         .iter()
         .enumerate()

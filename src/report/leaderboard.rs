@@ -3,7 +3,7 @@
 //! JSON fields (`schema_version` 1): `source`, `judge`, `prompt_sha256`, `order_flip_rate`,
 //! `seed`, `resamples`, `bootstrap_unit`, `prior`, `interval`, `comparisons {rated, both_bad,
 //! failed}`, `note`, `warnings`, and `models[]` with the columns of [`CSV_COLUMNS`] plus
-//! `priced`.
+//! `priced` (rank, rating and win-rate fields null for a model without rated games).
 
 use serde::Serialize;
 
@@ -122,17 +122,32 @@ fn cost(s: &Standing) -> String {
     }
 }
 
+/// `value` to `digits` decimals; `none` for a model without it (unranked).
+fn fmt_opt(value: Option<f64>, digits: usize, none: &str) -> String {
+    value.map_or_else(|| none.to_string(), |v| fmt_float(v, digits))
+}
+
+/// `[low, high]`, or nothing for a model without an interval (unranked).
+fn fmt_interval(low: Option<f64>, high: Option<f64>, digits: usize) -> String {
+    match (low, high) {
+        (Some(low), Some(high)) => {
+            format!("[{}, {}]", fmt_float(low, digits), fmt_float(high, digits))
+        }
+        _ => String::new(),
+    }
+}
+
 fn csv_cells(s: &Standing) -> Vec<String> {
     vec![
-        s.rank.to_string(),
+        s.rank.map_or(String::new(), |r| r.to_string()),
         // Opened in a spreadsheet, a name like `=HYPERLINK(…)` must not run as a formula.
         crate::report::sheet_cell(&s.model).into_owned(),
-        fmt_float(s.rating, 2),
-        fmt_float(s.rating_ci_low, 2),
-        fmt_float(s.rating_ci_high, 2),
-        fmt_float(s.win_rate, 4),
-        fmt_float(s.win_rate_ci_low, 4),
-        fmt_float(s.win_rate_ci_high, 4),
+        fmt_opt(s.rating, 2, ""),
+        fmt_opt(s.rating_ci_low, 2, ""),
+        fmt_opt(s.rating_ci_high, 2, ""),
+        fmt_opt(s.win_rate, 4, ""),
+        fmt_opt(s.win_rate_ci_low, 4, ""),
+        fmt_opt(s.win_rate_ci_high, 4, ""),
         s.games.to_string(),
         s.wins.to_string(),
         s.losses.to_string(),
@@ -158,20 +173,13 @@ fn display_rows(lb: &Leaderboard) -> (Vec<String>, Vec<Vec<String>>) {
         .iter()
         .map(|s| {
             vec![
-                s.rank.to_string(),
+                // An unranked model (no rated games) has no rank, rating or interval.
+                s.rank.map_or("-".into(), |r| r.to_string()),
                 s.model.clone(),
-                fmt_float(s.rating, 0),
-                format!(
-                    "[{}, {}]",
-                    fmt_float(s.rating_ci_low, 0),
-                    fmt_float(s.rating_ci_high, 0)
-                ),
-                fmt_float(s.win_rate, 3),
-                format!(
-                    "[{}, {}]",
-                    fmt_float(s.win_rate_ci_low, 3),
-                    fmt_float(s.win_rate_ci_high, 3)
-                ),
+                fmt_opt(s.rating, 0, "n/a"),
+                fmt_interval(s.rating_ci_low, s.rating_ci_high, 0),
+                fmt_opt(s.win_rate, 3, "n/a"),
+                fmt_interval(s.win_rate_ci_low, s.win_rate_ci_high, 3),
                 s.games.to_string(),
                 s.wins.to_string(),
                 s.losses.to_string(),

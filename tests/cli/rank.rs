@@ -550,6 +550,73 @@ fn more_models_than_one_fit_takes_are_refused_before_fitting() {
 }
 
 #[test]
+fn a_model_generated_after_compare_is_listed_unranked_with_what_to_do() {
+    let p = Project::offline();
+    let out = p.run(&[
+        "run",
+        "--run",
+        "r",
+        "--model",
+        "reference",
+        "--model",
+        "partial",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["generate", "--run", "r", "--model", "plausible"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    let last = table
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("plausible"))
+        .expect("plausible is listed");
+    let cells: Vec<&str> = last.split_whitespace().collect();
+    assert_eq!(cells[..4], ["-", "plausible", "n/a", "n/a"], "{table}");
+    assert!(
+        text(&out).contains("`plausible` has outputs but no comparison by judge `exec` (generated after its last compare?): `judge compare --run r --judge exec`"),
+        "{}",
+        text(&out)
+    );
+    let board: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/leaderboard.json")).unwrap();
+    let models = board["models"].as_array().unwrap();
+    let plausible = models.last().unwrap();
+    assert_eq!(plausible["model"], "plausible");
+    assert!(
+        plausible["rank"].is_null()
+            && plausible["rating"].is_null()
+            && plausible["win_rate_ci_low"].is_null(),
+        "{plausible}"
+    );
+    assert_eq!(plausible["games"], 0);
+    assert!(models[..2].iter().all(|m| m["rank"].is_u64()), "{board}");
+    assert!(
+        p.read("runs/r/leaderboard.csv")
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with(",plausible,,,,,,,0,"),
+        "{}",
+        p.read("runs/r/leaderboard.csv")
+    );
+    // Compared, it takes its rank.
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["rank", "--run", "r"]);
+    assert!(
+        !text(&out).contains("no comparison by judge"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\n3     plausible"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn a_fit_that_fails_at_a_tiny_prior_says_what_to_do() {
     let p = Project::empty();
     let row =
