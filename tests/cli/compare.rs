@@ -261,6 +261,51 @@ fn a_retry_without_usage_makes_the_judgments_cost_unknown() {
 }
 
 #[test]
+fn an_empty_judge_reply_is_unparsable_retried_once_and_kept() {
+    for empty in ["", "  \n \n"] {
+        let server = FakeServer::start(move |_, _| Reply::ok(empty));
+        let p = project(&server.url, "judge-labs");
+        let out = p.run(&["compare", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(1), "{empty:?}: {}", text(&out));
+        assert_eq!(server.count(), 12, "{empty:?}: every call retried once");
+        for j in p.jsonl("runs/r/judgments.jsonl") {
+            assert_eq!(j["verdict"], "failed", "{j}");
+            assert_eq!(j["raw"], "", "{j}");
+            assert_eq!(j["attempts"], 2, "{j}");
+            assert_eq!(j["error"]["class"], "unparsable_verdict", "{j}");
+            assert!(
+                j["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("empty reply"),
+                "{j}"
+            );
+        }
+    }
+    // An empty first reply and a verdict on the retry (the same request, asked again): the
+    // verdict counts.
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+    let server = FakeServer::start(move |req, _| {
+        if seen.lock().unwrap().insert(req.body.to_string()) {
+            Reply::ok("")
+        } else {
+            reply("VERDICT: 1")
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let judgments = p.jsonl("runs/r/judgments.jsonl");
+    assert_eq!(judgments.len(), 6);
+    assert!(
+        judgments
+            .iter()
+            .all(|j| j["attempts"] == 2 && j["verdict"] == "1" && j["error"].is_null()),
+        "{judgments:?}"
+    );
+}
+
+#[test]
 fn unparsable_replies_fail_with_raw_text_kept() {
     let bad_replies = [
         "no verdict here at all",
