@@ -46,6 +46,14 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// Whether process `pid` is known to have ended: no `/proc/PID` where `/proc` is mounted
+/// (where it is not, nothing is known to have ended). For leftovers named by their writer's
+/// pid: temp files, lock-holder lines, check folders.
+pub fn process_gone(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    pid != std::process::id() && proc.join("self").exists() && !proc.join(pid.to_string()).exists()
+}
+
 /// Parses the command line, runs the command, and maps the result to an exit code.
 pub fn main_entry() -> ExitCode {
     exit_quietly_when_stderr_fails();

@@ -186,6 +186,16 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
                 ));
             }
         }
+        // Human leaderboards are written under the run's shared lock, which other
+        // `rank --from-labels` hold too: one at a time, or their renames interleave and
+        // leave the three files of two ranks.
+        let _one_writer = if args.from_labels {
+            Some(crate::engine::run_dir::wait_for_lock(
+                &dir.file("labels/.leaderboard.lock"),
+            )?)
+        } else {
+            None
+        };
         // Not cut between two renames by a second Ctrl-C (a `kill -9` still can).
         let _hold = crate::interrupt::hold_exit();
         crate::cache::write_atomic_all(&files).with_context(|| {

@@ -168,11 +168,11 @@ impl RunDir {
         }
         let lock_path = self.file(".lock");
         refuse_symlink(&lock_path)?;
-        let mut lock = self.open_lock_file(&lock_path)?;
+        let lock = self.open_lock_file(&lock_path)?;
         if lock.try_lock_shared().is_err() {
             return Err(self.in_use(&lock));
         }
-        say_who_holds(&mut lock, ", and maybe other labelling sessions");
+        add_shared_holder(&lock_path);
         self._lock = Some(Arc::new(RunLock {
             file: lock,
             exclusive: false,
@@ -224,13 +224,21 @@ impl RunDir {
 
     /// The refusal when another process holds the lock, naming it when it said who it is.
     fn in_use(&self, mut lock: &File) -> anyhow::Error {
-        let mut holder = String::new();
-        let _ = lock.read_to_string(&mut holder);
-        let holder = holder.trim();
-        let by = if holder.is_empty() {
+        let mut holders = String::new();
+        let _ = lock.read_to_string(&mut holders);
+        // Those still running: shared holders that have ended leave their lines behind.
+        let live: Vec<&str> = holders
+            .lines()
+            .filter(|l| {
+                let pid = l.strip_prefix("pid ").and_then(|r| r.split(':').next());
+                pid.and_then(|p| p.parse().ok())
+                    .is_some_and(|p| !crate::process_gone(p))
+            })
+            .collect();
+        let by = if live.is_empty() {
             String::new()
         } else {
-            format!(" ({})", crate::report::printable(holder))
+            format!(" ({})", crate::report::printable(&live.join("; ")))
         };
         JudgeError::usage(format!(
             "run `{}` is in use by another judge process{by}; wait for it to finish",
@@ -266,7 +274,7 @@ impl RunDir {
         if lock.try_lock().is_err() {
             return Err(self.in_use(&lock));
         }
-        say_who_holds(&mut lock, "");
+        say_who_holds(&mut lock);
         remove_stale_temp_files(&self.path);
         let lock = Arc::new(RunLock {
             file: lock,
@@ -441,9 +449,30 @@ pub struct JsonlAppender {
     path: PathBuf,
 }
 
-/// Writes into a lock file just taken who holds it (pid and command, then `more`), for the
-/// refusal another process gets. argv holds no secret: keys come from the environment.
-fn say_who_holds(lock: &mut File, more: &str) {
+/// Writes into a lock file just taken exclusively who holds it (its [`holder_line`]), for the
+/// refusal another process gets.
+fn say_who_holds(lock: &mut File) {
+    let _ = lock
+        .set_len(0)
+        .and_then(|()| lock.write_all(holder_line().as_bytes()));
+}
+
+/// Adds this process to the holders a lock file taken shared names: one appended line, in a
+/// single write, so that holders starting together do not garble each other's; the lines of
+/// holders that have ended are skipped when read, and an exclusive holder empties the file.
+/// A file grown past 64 KiB (many shared takers and no exclusive one since) gets no more.
+fn add_shared_holder(path: &Path) {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > 64 * 1024) {
+        return;
+    }
+    if let Ok(mut file) = OpenOptions::new().append(true).open(path) {
+        let _ = file.write_all(holder_line().as_bytes());
+    }
+}
+
+/// `pid N: judge ARGS` and a newline: who holds a lock. argv holds no secret (keys come from
+/// the environment).
+fn holder_line() -> String {
     let mut command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     if command.len() > 300 {
         let cut = (0..=300)
@@ -453,26 +482,16 @@ fn say_who_holds(lock: &mut File, more: &str) {
         command.truncate(cut);
         command.push('…');
     }
-    let _ = lock
-        .set_len(0)
-        .and_then(|()| writeln!(lock, "pid {}: judge {command}{more}", std::process::id()));
+    // One line whatever the arguments hold.
+    let command = command.replace(['\n', '\r'], " ");
+    format!("pid {}: judge {command}\n", std::process::id())
 }
 
 /// An exclusive lock on `path` (created; a link is refused) for as long as the returned file
 /// lives: one labeller's file has one writer, however many people label the run at once.
 /// `what` names it in the refusal.
 pub fn lock_file(path: &Path, what: &str) -> anyhow::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("failed to create `{}`", dir.display()))?;
-    }
-    refuse_symlink(path)?;
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("failed to open `{}`", path.display()))?;
+    let file = open_lock_path(path)?;
     if file.try_lock().is_err() {
         return Err(JudgeError::usage(format!(
             "{what} is in use by another judge process; wait for it to finish"
@@ -480,6 +499,30 @@ pub fn lock_file(path: &Path, what: &str) -> anyhow::Result<File> {
         .into());
     }
     Ok(file)
+}
+
+/// [`lock_file`], waiting for another holder to let go instead of refusing: for a short
+/// write that two processes may both make (a human leaderboard's files).
+pub fn wait_for_lock(path: &Path) -> anyhow::Result<File> {
+    let file = open_lock_path(path)?;
+    file.lock()
+        .with_context(|| format!("failed to lock `{}`", path.display()))?;
+    Ok(file)
+}
+
+/// Opens (creating, with its folder) a lock file; a link is refused.
+fn open_lock_path(path: &Path) -> anyhow::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("failed to create `{}`", dir.display()))?;
+    }
+    refuse_symlink(path)?;
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("failed to open `{}`", path.display()))
 }
 
 /// Refuses a symbolic link where the run keeps a file it writes in place (the lock, an
@@ -596,6 +639,36 @@ mod tests {
         for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
             assert!(validate_run_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_refusal_names_the_holders_still_running_and_shared_holders_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = RunDir::at(dir.path(), "r").expect("run");
+        std::fs::create_dir_all(run.path()).expect("mkdir");
+        std::fs::write(run.file("manifest.json"), "{}").expect("manifest");
+        // A holder that has ended (a child that exited) and garbage before this process.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let gone = child.id();
+        child.wait().expect("wait");
+        std::fs::write(
+            run.file(".lock"),
+            format!("pid {gone}: judge label --run r --labeller old\nnot a line\n"),
+        )
+        .expect("lock text");
+        run.lock_shared().expect("shared lock");
+        let text = std::fs::read_to_string(run.file(".lock")).expect("read");
+        let mine = format!("pid {}: judge ", std::process::id());
+        assert!(
+            text.starts_with(&format!("pid {gone}:"))
+                && text.lines().last().unwrap().starts_with(&mine),
+            "appended, not replaced: {text:?}"
+        );
+        let lock = File::open(run.file(".lock")).expect("open");
+        let refusal = run.in_use(&lock).to_string();
+        assert!(refusal.contains(&format!("({mine}")), "{refusal}");
+        assert!(!refusal.contains("not a line"), "{refusal}");
+        assert!(!refusal.contains(&format!("pid {gone}")), "{refusal}");
     }
 
     #[test]

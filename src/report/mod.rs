@@ -264,11 +264,8 @@ fn write_named_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// run, no lock says whose they are): those whose process is gone, by `/proc` (nothing is
 /// removed where there is no `/proc`). Best effort.
 fn remove_dead_writers_temp_files(target: &std::path::Path) {
-    if !std::path::Path::new("/proc/self").exists() {
-        return;
-    }
     for (stale, pid) in crate::cache::temp_files_of(target) {
-        if !std::path::Path::new("/proc").join(pid.to_string()).exists() {
+        if crate::process_gone(pid) {
             let _ = std::fs::remove_file(stale);
         }
     }

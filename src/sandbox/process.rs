@@ -72,8 +72,7 @@ pub(super) fn sweep_stale(base: &Path) {
         else {
             continue;
         };
-        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if crate::process_gone(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -738,11 +738,9 @@ fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
         .open(p.path().join("runs/r/.lock"))
         .unwrap();
     lock.try_lock().unwrap();
-    std::fs::write(
-        p.path().join("runs/r/.lock"),
-        "pid 4242: judge generate --run r\n",
-    )
-    .unwrap();
+    // A holder that is running (this test), as the refusal names only those.
+    let holder = format!("pid {}: judge generate --run r", std::process::id());
+    std::fs::write(p.path().join("runs/r/.lock"), format!("{holder}\n")).unwrap();
     let outputs = p.path().join("runs/r/outputs.jsonl");
     let mut text_before = std::fs::read_to_string(&outputs).unwrap();
     text_before.push_str("{\"task\":\"zz\",\"model\":\"ref");
@@ -757,9 +755,9 @@ fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
         let out = p.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         assert!(
-            text(&out).contains(
-                "run `r` is in use by another judge process (pid 4242: judge generate --run r)"
-            ),
+            text(&out).contains(&format!(
+                "run `r` is in use by another judge process ({holder})"
+            )),
             "{args:?}: {}",
             text(&out)
         );
