@@ -212,9 +212,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout_secs: Option<u64>,
 
-    /// Report format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: crate::report::Format,
+    /// Report format [default: from --output's extension (.json, .csv, .md), else table]
+    #[arg(long, value_enum)]
+    pub format: Option<crate::report::Format>,
 
     /// Report every task's result per model (pass, fail, error, timeout, no_code) instead of
     /// per-model totals: for writing and checking a suite's hidden tests.
@@ -302,9 +302,9 @@ pub struct RankArgs {
     #[arg(long, requires = "run", conflicts_with = "judge")]
     pub from_labels: bool,
 
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: crate::report::Format,
+    /// Output format [default: from --output's extension (.json, .csv, .md), else table]
+    #[arg(long, value_enum)]
+    pub format: Option<crate::report::Format>,
 
     /// Write the leaderboard to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
@@ -395,7 +395,7 @@ pub enum LabelAction {
     /// Draw the sample: comparisons spread evenly over tasks and model pairs (random within
     /// them, seeded), each with a random (seeded) choice of which answer is shown first.
     Sample(LabelSampleArgs),
-    /// Write the blind sheet (item, task, prompt, answer_1, answer_2, empty choice) as CSV.
+    /// Write the blind sheet (item, task, standard, prompt, answer_1, answer_2, empty choice) as CSV.
     Export(LabelExportArgs),
     /// Import a filled sheet for a labeller; every row is validated first, nothing is
     /// imported if one is wrong.
@@ -480,9 +480,9 @@ pub struct LabelScoreArgs {
     /// Bootstrap seed (default: the run's seed).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
-    /// Report format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: crate::report::Format,
+    /// Report format [default: from --output's extension (.json, .csv, .md), else table]
+    #[arg(long, value_enum)]
+    pub format: Option<crate::report::Format>,
     /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

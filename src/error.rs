@@ -39,6 +39,14 @@ fn resume_hint(started: Option<&str>) -> String {
     }
 }
 
+/// What a provider's refusal that stopped a run leaves to do: the fix the message names, then
+/// the same command on the same run.
+pub fn after_refusal(msg: &str, run: &str) -> String {
+    format!(
+        "{msg}; once fixed, rerun the same command with `--run {run}` to resume (finished items are kept)"
+    )
+}
+
 impl JudgeError {
     /// Shorthand for a usage/config error.
     pub fn usage(msg: impl Into<String>) -> Self {

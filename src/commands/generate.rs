@@ -122,7 +122,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         // Cheap to fix now; once the run has begun, an edited suite needs a new run.
         for why in crate::commands::check::uncompilable_checks(&suite) {
             eprintln!(
-                "warning: {why}; every check of that task will be `error`: fix it before anything is compared"
+                "warning: {why}; every check of that task will be `error`, and a fixed check changes the suite, which this run will then refuse: stop now (Ctrl-C), fix it and generate a new run"
             );
         }
         for why in crate::commands::check::checks_without_solution(&suite) {
@@ -410,6 +410,10 @@ fn finish(
             .sum::<u64>(),
         match invocation.uncosted {
             0 => format_usd(invocation.spent_usd),
+            // Nothing known: never "$0.00" (hand-written answers, unpriced models).
+            n if invocation.spent_usd == 0.0 => {
+                format!("an unknown amount ({n} item(s) unpriced or without usage)")
+            }
             n => format!(
                 "{} (+ {n} item(s) unpriced or without usage)",
                 format_usd(invocation.spent_usd)
@@ -421,7 +425,10 @@ fn finish(
         Some(StopReason::Interrupted) => {
             Err(JudgeError::Interrupted(ctx.named_here.then(|| run_dir.name().to_string())).into())
         }
-        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(
+            crate::error::after_refusal(&msg, run_dir.name()),
+        )
+        .into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if !complete && ctx.stop.past_deadline() => {
             let missing = expected - done;

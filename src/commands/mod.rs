@@ -139,7 +139,7 @@ pub fn pick_judge(
     match wanted {
         Some(j) if judges.contains(j) => Ok(j.to_string()),
         Some(j) => Err(JudgeError::usage(format!(
-            "run `{run}` has no comparisons by judge `{j}` (judges: {}); judge it with `judge compare --run {run} --judge {j}`",
+            "run `{run}` has no comparisons by judge `{j}` (judges: {}); judge it with `judge compare --run {run} --judge {j}` (`exec`, or a judge of judge.toml's [[judges]])",
             list()
         ))
         .into()),

@@ -204,11 +204,15 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
                 dir.path().display()
             )
         })?;
+        // Each rank replaces the run's files: say which, so a quick look is not a surprise.
+        let written: Vec<String> = names
+            .iter()
+            .map(|n| format!("{}.{{json,csv,md}}", dir.file(n).display()))
+            .collect();
+        eprintln!("wrote {}", crate::report::printable(&written.join(", ")));
     }
-    write_stdout_or_file(
-        &render_leaderboard(&board, args.format),
-        args.output.as_deref(),
-    )?;
+    let format = crate::report::output_format(args.format, args.output.as_deref());
+    write_stdout_or_file(&render_leaderboard(&board, format), args.output.as_deref())?;
     if args.timings {
         let total = started.elapsed();
         eprintln!(

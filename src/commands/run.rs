@@ -178,7 +178,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 bootstrap_unit: args.bootstrap_unit,
                 show_prompt: false,
                 from_labels: false,
-                format: args.format,
+                format: Some(args.format),
                 output: None,
                 timings: false,
             },

@@ -428,16 +428,18 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, ConfigError> {
     })
 }
 
+/// The line (from 1) of byte `offset` in `text`: 1 + the line breaks before it (`lines()`
+/// would miss the line a span starts, when it starts one).
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    1 + text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
 fn syntax_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
     let key = match e.span() {
-        // 1 + the line breaks before the span (`lines()` would miss the line a span starts).
-        Some(span) => format!(
-            "line {}",
-            1 + text.as_bytes()[..span.start.min(text.len())]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-        ),
+        Some(span) => format!("line {}", line_of(text, span.start)),
         None => "(file)".to_string(),
     };
     let message = format!(

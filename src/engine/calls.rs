@@ -2,7 +2,7 @@
 //! canonical request, else send it with retries, cache a good reply, and turn run-wide
 //! failures into a stop. Also builds the HTTP clients with their keys from the environment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -142,7 +142,15 @@ pub fn build_http_providers(
                     .into());
                 }
                 Ok(v) if !v.trim().is_empty() => {
-                    if config.default_key_elsewhere.contains(&p.name) {
+                    // Once per provider and process (`judge run` builds them per step).
+                    static NOTED: std::sync::Mutex<BTreeSet<String>> =
+                        std::sync::Mutex::new(BTreeSet::new());
+                    if config.default_key_elsewhere.contains(&p.name)
+                        && NOTED
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(p.name.clone())
+                    {
                         eprintln!(
                             "note: provider `{}` sends `{env}` (the default key of kind `{}`) to {}, which is not that kind's API: if that server takes another key, set api_key_env to its variable (\"\" for none); set api_key_env = \"{env}\" to keep sending it and drop this note",
                             p.name,

@@ -140,8 +140,18 @@ pub fn resume_conflict(
                 )
             })
             .collect();
+        // The seed reaches no model, but keys the judge's fences and the label sample: a
+        // run keeps it. Another bootstrap seed is a flag of `rank`.
+        let seed_hint = if changed.iter().any(|c| c.starts_with("seed:")) {
+            format!(
+                " (a run keeps its seed, which keys the judge's answer fences and the label sample; to rank with another bootstrap seed: `judge rank --run {} --seed N`)",
+                old.run
+            )
+        } else {
+            String::new()
+        };
         return Some(format!(
-            "the [run] settings differ from those run `{}` was generated with ({}); every model must get identical settings",
+            "the [run] settings differ from those run `{}` was generated with ({}); every model must get identical settings{seed_hint}",
             old.run,
             changed.join(", ")
         ));

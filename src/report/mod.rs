@@ -30,6 +30,23 @@ pub enum Format {
     Md,
 }
 
+/// The format asked for, else the one `output`'s extension names (`.json`, `.csv`, `.md`;
+/// `lb.json` is meant to hold JSON), else the aligned table.
+pub fn output_format(chosen: Option<Format>, output: Option<&std::path::Path>) -> Format {
+    chosen.unwrap_or_else(|| {
+        let ext = output
+            .and_then(|p| p.extension())
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            Some("md" | "markdown") => Format::Md,
+            _ => Format::Table,
+        }
+    })
+}
+
 /// Formats a float with a fixed number of decimals; the one place floats are formatted for
 /// reports, so every output agrees.
 pub fn fmt_float(x: f64, decimals: usize) -> String {

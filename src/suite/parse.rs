@@ -118,7 +118,7 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
         .filter(|_| !missing)
-        .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        .map(|s| crate::config::line_of(text, s.start));
     let mut message = match line {
         Some(l) => format!("line {l}: {}", e.message().trim()),
         None => e.message().trim().to_string(),
@@ -292,6 +292,24 @@ mod tests {
         assert_eq!(s.answers["reference"]["alpha"], "```python\nx=1\n```");
         assert_eq!(s.context, "ctx");
         assert_eq!(s.hash.len(), 64);
+    }
+
+    #[test]
+    fn a_toml_error_names_its_own_line() {
+        for (text, line) in [
+            (
+                "name = \"demo\"\nversion = \"1\"\ndescription = \"x\"\ncriteria = \"c\"\n",
+                3,
+            ),
+            ("name = \"demo\"\nversion = 1\ncriteria = \"c\"\n", 2),
+            (
+                "description = \"x\"\nname = \"demo\"\nversion = \"1\"\ncriteria = \"c\"\n",
+                1,
+            ),
+        ] {
+            let e = refused(&files(&[("suite.toml", text)])).to_string();
+            assert!(e.contains(&format!("line {line}: ")), "{text:?}: {e}");
+        }
     }
 
     #[test]

@@ -565,7 +565,39 @@ fn the_default_key_sent_to_another_host_is_noted() {
             "{extra}: {}",
             text(&out)
         );
+        // `judge run` builds the providers for each step: one note all the same.
+        let judged = format!(
+            "{}\n[[judges]]\nid = \"j\"\nprovider = \"fake\"\nmodel = \"judge-1\"\nfamily = \"judge-labs\"\n",
+            config(&server.url, extra)
+        );
+        p.write("judge.toml", &judged);
+        let out = p.run(&["run", "--run", "all"]);
+        assert!(
+            text(&out).contains("judge `j`"),
+            "the run reached compare: {}",
+            text(&out)
+        );
+        assert_eq!(
+            text(&out).matches("note: provider `fake` sends").count(),
+            usize::from(noted),
+            "{extra}: {}",
+            text(&out)
+        );
     }
+}
+
+/// Hand-written answers cost nothing known: the totals line never says `$0.00`.
+#[test]
+fn unpriced_items_alone_spend_an_unknown_amount_not_zero() {
+    let p = Project::offline();
+    let out = p.run(&["generate", "--run", "g", "--model", "reference"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("an unknown amount (25 item(s) unpriced or without usage) spent"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("$0.00"), "{}", text(&out));
 }
 
 /// `--refresh` asks again only for items still to generate: on a finished run it says so
@@ -615,6 +647,19 @@ fn resume_with_changed_settings_is_refused() {
         "{}",
         text(&out)
     );
+    assert!(!text(&out).contains("--seed N"), "{}", text(&out));
+    // A changed seed (someone wanting another bootstrap) is pointed to rank's flag.
+    p.write(
+        "judge.toml",
+        &config(&server.url, "").replace("seed = 1\n", "seed = 11\n"),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("seed: ") && text(&out).contains("`judge rank --run r --seed N`"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -651,6 +696,11 @@ fn a_mistyped_model_can_be_corrected_before_it_has_outputs() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
         text(&out).contains("provider `fake` does not know the model `alpha-typo` or the endpoint"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("once fixed, rerun the same command with `--run r` to resume"),
         "{}",
         text(&out)
     );

@@ -522,7 +522,11 @@ fn force_resample_archives_labels_instead_of_attaching_them_to_new_items() {
     let out = session(&p, "bob", "q\n", &[]);
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(screen.contains("Item 1 of 12"), "{screen}");
-    assert!(screen.contains("0 of 12 labelled by `bob`"), "{screen}");
+    assert!(
+        screen.contains("0 of 12 labelled by `bob`, 12 left; nothing saved"),
+        "a session quit at once writes no file, and names none: {screen}"
+    );
+    assert!(!p.path().join("runs/r/labels/bob.jsonl").exists());
 }
 
 /// Labels carry the identity of the comparison they were given to; put back next to another

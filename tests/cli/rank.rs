@@ -330,9 +330,15 @@ fn offline_run_prints_a_real_leaderboard() {
                 .is_file()
         );
     }
-    // rank on the run reproduces the printed leaderboard.
+    // rank on the run reproduces the printed leaderboard, and says which files it replaced.
     let again = p.run(&["rank", "--run", "demo"]);
     assert_eq!(again.stdout, out.stdout);
+    assert!(
+        text(&again).contains("leaderboard.{json,csv,md}, ")
+            && text(&again).contains("leaderboards/exec.{json,csv,md}"),
+        "{}",
+        text(&again)
+    );
     // So does the run's own comparisons.jsonl read as a battles file (its `task` names the
     // question, its `judge` the judge), but for the prompt the header cannot know, by either
     // unit.
@@ -614,6 +620,36 @@ fn a_model_generated_after_compare_is_listed_unranked_with_what_to_do() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn output_takes_the_format_its_extension_names_unless_one_is_given() {
+    let (p, file) = one_battle();
+    let rank = |extra: &[&str]| {
+        let mut args = vec![
+            "rank",
+            "--comparisons",
+            &file,
+            "--allow-few-resamples",
+            "--resamples",
+            "10",
+        ];
+        args.extend_from_slice(extra);
+        let out = p.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", text(&out));
+    };
+    rank(&["--output", "lb.json"]);
+    let board: serde_json::Value = serde_json::from_str(&p.read("lb.json")).expect("JSON");
+    assert_eq!(board["schema_version"], 1);
+    rank(&["--output", "lb.CSV"]);
+    assert!(p.read("lb.CSV").starts_with("rank,model,rating,"));
+    rank(&["--output", "lb.md"]);
+    assert!(p.read("lb.md").contains("| rank |"), "{}", p.read("lb.md"));
+    rank(&["--output", "lb.txt"]);
+    assert!(p.read("lb.txt").starts_with("judge: "));
+    // A format given wins over the extension.
+    rank(&["--output", "table.json", "--format", "table"]);
+    assert!(p.read("table.json").starts_with("judge: "));
 }
 
 #[test]

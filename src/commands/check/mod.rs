@@ -192,10 +192,11 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         },
     )?;
     let models: Vec<String> = manifest.models.iter().map(|m| m.id.clone()).collect();
+    let format = crate::report::output_format(args.format, args.output.as_deref());
     let bytes = if args.by_task {
-        render_task_matrix(&models, &task_rows(&suite, &models, &records), args.format)
+        render_task_matrix(&models, &task_rows(&suite, &models, &records), format)
     } else {
-        render_check_report(&check_rows(&models, &records)?, args.format)
+        render_check_report(&check_rows(&models, &records)?, format)
     };
     crate::report::write_stdout_or_file(&bytes, args.output.as_deref())?;
     let errors = records

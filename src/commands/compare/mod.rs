@@ -408,7 +408,10 @@ fn finish(
         });
     match ctx.stop.reason() {
         Some(StopReason::Interrupted) => Err(JudgeError::Interrupted(None).into()),
-        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(
+            crate::error::after_refusal(&msg, run_dir.name()),
+        )
+        .into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if ctx.stop.past_deadline() => {
             eprintln!(

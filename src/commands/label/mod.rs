@@ -411,10 +411,11 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
     let seed = args.seed.unwrap_or(l.seed);
     let scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
     write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
-    write_stdout_or_file(&render_scores(&scores, args.format), args.output.as_deref())?;
+    let format = crate::report::output_format(args.format, args.output.as_deref());
+    write_stdout_or_file(&render_scores(&scores, format), args.output.as_deref())?;
     // The table and Markdown carry their warnings; data formats keep them out of the data.
     if matches!(
-        args.format,
+        format,
         crate::report::Format::Csv | crate::report::Format::Json
     ) {
         for w in &scores.warnings {

@@ -300,10 +300,15 @@ pub(super) fn session(
         0 => String::new(),
         n => format!(", {n} skipped"),
     };
+    // A session quit before its first key writes no file: none to name.
+    let saved = if path.exists() {
+        format!("saved in {}", path.display())
+    } else {
+        "nothing saved".to_string()
+    };
     writeln!(
         out,
-        "{labelled} of {total} labelled by `{labeller}`{skipped}, {remaining} left; saved in {}",
-        path.display()
+        "{labelled} of {total} labelled by `{labeller}`{skipped}, {remaining} left; {saved}"
     )?;
     if remaining > 0 {
         writeln!(

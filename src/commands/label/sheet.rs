@@ -48,20 +48,12 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
     valid_labeller(&args.labeller)?;
     let l = open(cli, &args.run)?;
     let _mine = lock_labeller(&l.run_dir, &args.labeller)?;
-    let (records, mut errors) = read_sheet(&args.file, &l, &args.labeller)?;
     // A label whose models this labeller has seen (--reveal) is not given again, by a sheet
     // either.
     let path = labels_path(&l.run_dir, &args.labeller);
     let earlier = read_labels(&path, &l.sample, true)?;
     let revealed = revealed_items(&earlier);
-    for r in records.iter().filter(|r| revealed.contains(&r.item)) {
-        errors.push(format!(
-            "{}: item `{}`: `{}` saw its models when labelling it (--reveal), so it cannot be labelled again; leave its choice empty",
-            args.file.display(),
-            r.item,
-            args.labeller
-        ));
-    }
+    let (records, errors) = read_sheet(&args.file, &l, &args.labeller, &revealed)?;
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("error: {}", crate::report::printable(e));
@@ -161,6 +153,7 @@ pub(super) fn read_sheet(
     file: &Path,
     l: &Labelling,
     labeller: &str,
+    revealed: &BTreeSet<String>,
 ) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
     let unreadable = |e: &dyn std::fmt::Display| {
         JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display()))
@@ -288,10 +281,16 @@ pub(super) fn read_sheet(
         }
         let Some(choice) = Choice::parse(raw) else {
             errors.push(at(format!(
-                "choice `{raw}` is not one of 1, 2, tie, both_bad, skip"
+                "choice `{raw}` is not one of 1, 2, tie, both_bad, skip (or the session's keys t, b, s)"
             )));
             continue;
         };
+        if revealed.contains(id) {
+            errors.push(at(format!(
+                "item `{id}`: `{labeller}` saw its models when labelling it (--reveal), so it cannot be labelled again; leave its choice empty"
+            )));
+            continue;
+        }
         records.push(LabelRecord {
             item: id.into(),
             labeller: labeller.into(),
