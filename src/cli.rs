@@ -105,34 +105,52 @@ pub enum Command {
 /// The longest `--deadline`: a year, far beyond any run, and safe to add to the clock.
 const MAX_DEADLINE_SECS: u64 = 366 * 24 * 3600;
 
-/// Parses `90`, `90s`, `30m` or `2h` (at most a year).
+/// Parses `90`, `90s`, `30m`, `2h` or a sum of them such as `1h30m` (at most a year).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
-    let (num, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
     let too_long = || format!("`{s}` is longer than a year; give a shorter duration (e.g. 48h)");
-    let n: u64 = match num.parse() {
-        Ok(n) => n,
-        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_long()),
-        Err(_) => {
-            return Err(format!(
-                "`{s}` is not a duration: a whole number with s, m or h (e.g. 90s, 30m, 2h)"
-            ));
-        }
+    let not_one = || {
+        format!("`{s}` is not a duration: whole numbers with s, m or h (e.g. 90s, 30m, 2h, 1h30m)")
     };
-    let secs = match unit {
-        "s" => n,
-        "m" => n.saturating_mul(60),
-        "h" => n.saturating_mul(3600),
-        _ if unit.starts_with('.') => {
-            return Err(format!(
-                "`{s}` is not a whole number of units: use a smaller unit (e.g. 90m for 1.5h)"
-            ));
-        }
-        _ => return Err(format!("unknown unit in `{s}` (use s, m or h)")),
-    };
+    let mut rest = s;
+    let mut secs: u64 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let n: u64 = match rest[..digits].parse() {
+            Ok(n) => n,
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_long()),
+            Err(_) => return Err(not_one()),
+        };
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        // A bare number (all of it) is seconds.
+        let unit = if unit_len == 0 && digits == s.len() {
+            "s"
+        } else {
+            &rest[..unit_len]
+        };
+        let part = match unit {
+            "s" => n,
+            "m" => n.saturating_mul(60),
+            "h" => n.saturating_mul(3600),
+            _ if unit.starts_with('.') => {
+                return Err(format!(
+                    "`{s}` is not a whole number of units: use a smaller unit (e.g. 90m for 1.5h)"
+                ));
+            }
+            "" => return Err(not_one()),
+            _ => return Err(format!("unknown unit in `{s}` (use s, m or h)")),
+        };
+        secs = secs.saturating_add(part);
+        rest = &rest[unit_len..];
+    }
+    if rest.is_empty() && s.is_empty() {
+        return Err(not_one());
+    }
     if secs > MAX_DEADLINE_SECS {
         return Err(too_long());
     }
@@ -161,7 +179,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub retry_failed: bool,
 
-    /// Stop starting items and retries after this long (e.g. 90s, 30m, 2h, or seconds): items
+    /// Stop starting items and retries after this long (e.g. 90s, 30m, 2h, 1h30m, or seconds): items
     /// in flight finish and are recorded; one still retrying is cut short and not recorded (a
     /// rerun asks again); the rest wait for a rerun (exit 1).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -190,7 +208,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub retry_failed: bool,
 
-    /// Stop starting calls after this long (e.g. 90s, 30m, 2h); see `judge generate --help`.
+    /// Stop starting calls after this long (e.g. 90s, 30m, 2h, 1h30m); see `judge generate --help`.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
 }
@@ -379,7 +397,7 @@ pub struct LabelArgs {
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
-    /// Who is labelling (letters, digits, . _ -, not starting with .); labels go to
+    /// Who is labelling (letters, digits, . _ -, not starting with ., and not sample, agreement, judge or all); labels go to
     /// runs/<run>/labels/<ID>.jsonl.
     #[arg(long, value_name = "ID")]
     pub labeller: Option<String>,
@@ -454,7 +472,7 @@ pub struct LabelImportArgs {
     /// The run the sheet was exported from.
     #[arg(long, value_name = "NAME")]
     pub run: String,
-    /// Whose labels these are (letters, digits, . _ -, not starting with .).
+    /// Whose labels these are (letters, digits, . _ -, not starting with ., and not sample, agreement, judge or all).
     #[arg(long, value_name = "ID")]
     pub labeller: String,
 }
@@ -510,6 +528,8 @@ mod tests {
             ("30m", 1800),
             ("2h", 7200),
             (" 5s ", 5),
+            ("1h30m", 5400),
+            ("2h15m30s", 8130),
         ] {
             assert_eq!(
                 parse_duration(text),
@@ -524,8 +544,13 @@ mod tests {
             err.contains("unknown unit in `5d` (use s, m or h)"),
             "{err}"
         );
-        let err = parse_duration("h").unwrap_err();
-        assert!(err.contains("is not a duration"), "{err}");
+        for bad in ["h", "", "1h30", "30m2", "1h 30m"] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(
+                err.contains("is not a duration") || err.contains("unknown unit"),
+                "{bad}: {err}"
+            );
+        }
         // Huge values are refused, not overflowed (a panic, or a wrap to 0 s).
         assert_eq!(
             parse_duration("8784h"),

@@ -165,6 +165,10 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     stop_if_interrupted().map_err(resumable)?;
     let mut unranked = false;
     for judge in &judges {
+        // Each judge's warnings go to stderr before its leaderboard: with several, say whose.
+        if judges.len() > 1 {
+            eprintln!("judge `{}`:", crate::report::printable(judge));
+        }
         let ranked = rank::run(
             cli,
             &RankArgs {

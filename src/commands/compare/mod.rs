@@ -373,9 +373,9 @@ fn finish(
     }
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
         let finish = if ungenerated > 0 {
-            "finish generating first (above), then rerun compare"
+            "finish generating first (above), then rerun compare".to_string()
         } else {
-            "rerun `judge compare` to finish"
+            format!("`judge compare --run {}` finishes them", run_dir.name())
         };
         eprintln!(
             "warning: judge `{judge}` has {n} comparison(s) still missing (run `{}`); {finish}",
