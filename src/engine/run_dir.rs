@@ -575,16 +575,28 @@ pub fn compact_jsonl<K: Ord>(path: &Path, key: impl Fn(&str) -> Option<K>) -> an
     let mut index: std::collections::BTreeMap<K, (u64, usize)> = std::collections::BTreeMap::new();
     let mut reader = BufReader::new(File::open(path).with_context(read_err)?);
     let (mut line, mut offset) = (String::new(), 0u64);
+    // Whether the file is already what the rewrite would make: every line keyed, keys rising
+    // (so none twice), the last line ended. Then it is left alone: a resume with nothing to
+    // do costs a read, not a copy of the whole file.
+    let mut compact = true;
     loop {
         line.clear();
         let n = reader.read_line(&mut line).with_context(read_err)?;
         if n == 0 {
             break;
         }
-        if let Some(k) = key(line.trim_end()) {
-            index.insert(k, (offset, n));
+        match key(line.trim_end()) {
+            Some(k) => {
+                compact &= index.last_key_value().is_none_or(|(last, _)| *last < k)
+                    && line.ends_with('\n');
+                index.insert(k, (offset, n));
+            }
+            None => compact = false,
         }
         offset += n as u64;
+    }
+    if compact {
+        return Ok(());
     }
     let mut source = File::open(path).with_context(read_err)?;
     let mut buf = Vec::new();
@@ -613,12 +625,15 @@ pub fn write_jsonl_atomic<T: Serialize>(
     path: &Path,
     records: impl IntoIterator<Item = T>,
 ) -> anyhow::Result<()> {
-    let mut bytes = Vec::new();
-    for r in records {
-        serde_json::to_writer(&mut bytes, &r)?;
-        bytes.push(b'\n');
-    }
-    write_atomic(path, &bytes).with_context(|| format!("failed to write `{}`", path.display()))
+    // Streamed into the temp file: a large file is not built in memory first.
+    crate::cache::write_atomic_with(path, |out| {
+        for r in records {
+            serde_json::to_writer(&mut *out, &r).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+    .with_context(|| format!("failed to write `{}`", path.display()))
 }
 
 /// Writes pretty JSON atomically.
@@ -669,6 +684,40 @@ mod tests {
         assert!(refusal.contains(&format!("({mine}")), "{refusal}");
         assert!(!refusal.contains("not a line"), "{refusal}");
         assert!(!refusal.contains(&format!("pid {gone}")), "{refusal}");
+    }
+
+    #[test]
+    fn compaction_sorts_and_dedups_and_leaves_a_compact_file_alone() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        let key = |l: &str| serde_json::from_str::<Value>(l).ok()?["k"].as_u64();
+        let inode = |p: &Path| std::fs::metadata(p).expect("metadata").ino();
+        // Out of order, a key twice (the later line wins), an unreadable line, no final newline.
+        std::fs::write(
+            &path,
+            "{\"k\":2}\n{\"k\":1,\"v\":0}\nnot json\n{\"k\":1,\"v\":1}",
+        )
+        .expect("write");
+        compact_jsonl(&path, key).expect("compact");
+        let compacted = "{\"k\":1,\"v\":1}\n{\"k\":2}\n";
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), compacted);
+        // Already compact: not rewritten (the same file, not a renamed copy).
+        let before = inode(&path);
+        compact_jsonl(&path, key).expect("compact");
+        assert_eq!(inode(&path), before);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), compacted);
+        // Each way of not being compact is rewritten.
+        for text in [
+            "{\"k\":1}\n{\"k\":1}\n",
+            "{\"k\":1}\n{\"k\":2}",
+            "{\"k\":1}\nx\n",
+        ] {
+            std::fs::write(&path, text).expect("write");
+            let before = inode(&path);
+            compact_jsonl(&path, key).expect("compact");
+            assert_ne!(inode(&path), before, "{text:?}");
+        }
     }
 
     #[test]

@@ -146,6 +146,23 @@ fn tokens(total: u64, r: &Row) -> String {
     }
 }
 
+/// What this invocation's judgments were, per judge: how many, and how many came from the
+/// cache (all the summary needs of them, so that the records themselves can move on).
+#[derive(Debug, Default)]
+pub struct NewCalls(BTreeMap<String, (usize, usize)>);
+
+impl NewCalls {
+    pub fn of(records: &[JudgmentRecord]) -> NewCalls {
+        let mut by_judge: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for r in records {
+            let e = by_judge.entry(r.judge.clone()).or_default();
+            e.0 += 1;
+            e.1 += usize::from(r.from_cache);
+        }
+        NewCalls(by_judge)
+    }
+}
+
 /// Per-judge totals of a comparison: calls recorded, of which this invocation made or served
 /// from cache, retried for an unparsable reply, unparsable after the retry, failed (any cause); comparisons, flipped ones and the
 /// order-flip rate; cost of judging.
@@ -153,7 +170,7 @@ pub fn compare_summary(
     judges: &[&str],
     priced: &[&str],
     judgments: &[&JudgmentRecord],
-    new_records: &[JudgmentRecord],
+    new_calls: &NewCalls,
     comparisons: &[ComparisonRecord],
 ) -> String {
     let header = [
@@ -172,7 +189,7 @@ pub fn compare_summary(
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_string()).collect()];
     for judge in judges {
         let mine: Vec<&&JudgmentRecord> = judgments.iter().filter(|j| j.judge == *judge).collect();
-        let new: Vec<&JudgmentRecord> = new_records.iter().filter(|j| j.judge == *judge).collect();
+        let (new, cached) = new_calls.0.get(*judge).copied().unwrap_or_default();
         let comps: Vec<&ComparisonRecord> =
             comparisons.iter().filter(|c| c.judge == *judge).collect();
         let flipped = comps.iter().filter(|c| c.flipped).count();
@@ -182,8 +199,8 @@ pub fn compare_summary(
         table.push(vec![
             (*judge).to_string(),
             mine.len().to_string(),
-            new.len().to_string(),
-            new.iter().filter(|j| j.from_cache).count().to_string(),
+            new.to_string(),
+            cached.to_string(),
             mine.iter().filter(|j| j.attempts > 1).count().to_string(),
             mine.iter()
                 .filter(|j| {
@@ -354,7 +371,7 @@ mod tests {
             &["j"],
             &[],
             &[&judgment],
-            std::slice::from_ref(&judgment),
+            &NewCalls::of(std::slice::from_ref(&judgment)),
             &[],
         );
         let rows: Vec<Vec<&str>> = s.lines().map(|l| l.split_whitespace().collect()).collect();
@@ -374,7 +391,7 @@ mod tests {
             ..failed_judgment()
         };
         let cost = |priced: &[&str]| {
-            let s = compare_summary(&["j"], priced, &[&failed, &paid], &[], &[]);
+            let s = compare_summary(&["j"], priced, &[&failed, &paid], &NewCalls::default(), &[]);
             s.lines().nth(1).expect("a row").to_string()
         };
         assert!(

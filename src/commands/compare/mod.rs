@@ -283,8 +283,10 @@ fn finish(
     existing: Vec<JudgmentRecord>,
     new_records: Vec<JudgmentRecord>,
 ) -> anyhow::Result<Outcome> {
+    let new_calls = crate::report::summary::NewCalls::of(&new_records);
+    // Moved, not copied: a large run's judgments are held once.
     let mut latest: BTreeMap<(String, String, String, String), JudgmentRecord> = BTreeMap::new();
-    for r in existing.into_iter().chain(new_records.iter().cloned()) {
+    for r in existing.into_iter().chain(new_records) {
         latest.insert(
             (
                 r.judge.clone(),
@@ -346,7 +348,7 @@ fn finish(
         .collect();
     eprint!(
         "{}",
-        compare_summary(&judge_ids, &priced, &ours, &new_records, &comparisons)
+        compare_summary(&judge_ids, &priced, &ours, &new_calls, &comparisons)
     );
     let failed_calls = ours
         .iter()
