@@ -449,10 +449,17 @@ fn from_run(
     let prompt = match &prompt_sha256 {
         Some(sha) => {
             let path = run_dir.file(&format!("prompts/{sha}.md"));
-            Some(
-                std::fs::read_to_string(&path)
-                    .with_context(|| format!("failed to read `{}`", path.display()))?,
-            )
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("failed to read `{}`", path.display()))?;
+            // The verdicts name the prompt by this hash: a file that no longer has it is not
+            // the prompt they were given.
+            if crate::hex(&<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())) != *sha {
+                warnings.push(format!(
+                    "`{}` no longer matches its hash (edited since the judge used it): the prompt the verdicts were given is not in the run any more",
+                    path.display()
+                ));
+            }
+            Some(text)
         }
         None => None,
     };

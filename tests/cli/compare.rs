@@ -137,6 +137,11 @@ fn marker_preference_gives_correct_winners_without_flips() {
         manifest["compare"]["judges"][0]["prompt_sha256"], sha,
         "the judge's entry names its prompt"
     );
+    // A judge-only provider is in the manifest too, whole (the models' are under `providers`).
+    let provider = &manifest["compare"]["judges"][0]["provider_config"];
+    assert_eq!(provider["name"], "judges", "{provider}");
+    assert_eq!(provider["max_concurrency"], 2, "{provider}");
+    assert_eq!(provider["max_retries"], 1, "{provider}");
     let stored = p.read(&format!("runs/r/prompts/{sha}.md"));
     assert!(
         stored.contains("Correct code wins."),
@@ -515,6 +520,35 @@ fn failed_generation_loses_without_asking_the_judge() {
             .iter()
             .any(|w| w.as_str().unwrap().starts_with(&note)),
         "{board}"
+    );
+}
+
+#[test]
+fn a_stored_prompt_edited_after_judging_is_warned_about() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let sha = p.jsonl("runs/r/judgments.jsonl")[0]["prompt_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = quick_rank(&p);
+    assert!(
+        !text(&out).contains("no longer matches its hash"),
+        "{}",
+        text(&out)
+    );
+    let file = format!("runs/r/prompts/{sha}.md");
+    p.write(
+        &file,
+        &p.read(&file).replace("Correct code wins.", "Longer wins."),
+    );
+    let out = quick_rank(&p);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("prompts/{sha}.md` no longer matches its hash")),
+        "{}",
+        text(&out)
     );
 }
 

@@ -554,6 +554,18 @@ family = "{judge_family}"
             says.contains("judge `j` is `lab-7b` on the same API and address as ranked model `ours` (families `lab-inc` and `lab`)"),
             "{says}"
         );
+        // Other spellings of that server are the same server.
+        for url in [
+            "http://localhost:8000/v1",
+            "HTTP://LocalHost:8000/v1/",
+            "http://[::1]:8000/v1",
+            "http://127.0.0.1:8000/v1/",
+        ] {
+            assert!(
+                refusal(&config(url, "lab-7b", "lab-inc")).is_some(),
+                "{url}"
+            );
+        }
         // Another model at that address, or the same name at another address: the families
         // decide.
         assert_eq!(

@@ -188,6 +188,10 @@ pub(super) fn judge_entry(config: &Config, judge: &Judge) -> serde_json::Value {
             v["token_limit_field"] = json!(p.token_limit_field.as_str());
             v["temperature"] = json!(config.run.judge_temperature);
             v["max_tokens"] = json!(config.run.judge_max_tokens);
+            // The whole provider table as resolved (limits, key variable's name, never a
+            // key), as the manifest's `providers` holds the models': a judge-only provider
+            // is in no other place, and a run is rebuilt from its manifest.
+            v["provider_config"] = serde_json::to_value(p).unwrap_or_default();
             v
         }
         Judge::Exec => json!({"id": EXEC_JUDGE, "family": EXEC_FAMILY}),
@@ -315,6 +319,32 @@ pub(crate) fn llm_judges(judges: &[Judge]) -> Vec<&ModelConfig> {
 
 /// Refuses a judge from the family of any of `models` (DESIGN rule 6), and a judge that is one
 /// of them under another family name: the same model on the same API and address.
+/// A base URL as the server it reaches: scheme and host in lower case, the default port
+/// made explicit, and every loopback name one (`localhost`, `127.0.0.1`, `[::1]`), so that
+/// two spellings of one server compare equal.
+fn address(url: &str) -> String {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return url.to_string();
+    };
+    let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
+    let ip = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>();
+    let host = if host == "localhost" || ip.is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+    {
+        "loopback".to_string()
+    } else {
+        host
+    };
+    format!(
+        "{}://{host}:{}{}",
+        u.scheme(),
+        u.port_or_known_default().unwrap_or(0),
+        u.path().trim_end_matches('/')
+    )
+}
+
 pub(crate) fn refuse_own_family(
     config: &Config,
     judges: &[Judge],
@@ -324,7 +354,7 @@ pub(crate) fn refuse_own_family(
         config
             .providers
             .get(&m.provider)
-            .map(|p| (p.kind, p.base_url.clone(), m.model.clone()))
+            .map(|p| (p.kind, p.base_url.as_deref().map(address), m.model.clone()))
     };
     for judge in judges {
         if let Judge::Llm(j) = judge
