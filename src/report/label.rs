@@ -51,6 +51,9 @@ pub struct Scores {
     pub labellers: Vec<LabellerScore>,
     /// Every person's labels pooled against the judge.
     pub overall: AgreementStats,
+    /// The order of every `confusion` matrix's rows and columns: which model of the sample's
+    /// pair won (whatever order the answers were shown in), tie, both bad.
+    pub confusion_categories: [&'static str; 4],
     pub human_human: Vec<HumanPair>,
     pub coverage_by_task: Vec<Stratum>,
     pub coverage_by_pair: Vec<Stratum>,
@@ -154,6 +157,7 @@ pub fn score_labels(
         resamples,
         labellers,
         overall: pooled_stats(&pooled, &by_item, resamples, seed)?,
+        confusion_categories: ["model_a", "model_b", "tie", "both_bad"],
         human_human,
         coverage_by_task: coverage(&|s| s.task.clone()),
         coverage_by_pair: coverage(&|s| format!("{} vs {}", s.model_a, s.model_b)),
@@ -311,7 +315,9 @@ fn text_report(s: &Scores, markdown: bool) -> String {
             r
         })
         .collect();
-    out.push_str("\nconfusion (rows: judge, columns: people)\n");
+    out.push_str(
+        "\nconfusion (rows: judge, columns: people; a, b: the item's model_a, model_b won, whichever answer was shown first)\n",
+    );
     out.push_str(&table(&["", "a", "b", "tie", "both_bad"], confusion));
     if !s.human_human.is_empty() {
         out.push_str("\nhuman-human (the ceiling to compare the judge with)\n");

@@ -189,6 +189,18 @@ fn sample_label_score_and_rank_end_to_end() {
         "alice chose exactly what the judge chose"
     );
     assert_eq!(alice["vs_judge"]["kappa"], 1.0);
+    // The confusion matrices say what their rows and columns are; agreeing on every item,
+    // all counts sit on the diagonal.
+    assert_eq!(
+        score["confusion_categories"],
+        serde_json::json!(["model_a", "model_b", "tie", "both_bad"])
+    );
+    let confusion = &alice["vs_judge"]["confusion"];
+    let off_diagonal: u64 = (0..4)
+        .flat_map(|i| (0..4).filter(move |&j| j != i).map(move |j| (i, j)))
+        .map(|(i, j)| confusion[i][j].as_u64().unwrap())
+        .sum();
+    assert_eq!(off_diagonal, 0, "{confusion}");
     assert!(p.path().join("runs/r/labels/agreement.json").is_file());
     let table = p.run(&["label", "score", "--run", "r"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("Kappa corrects it"));
