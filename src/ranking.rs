@@ -122,59 +122,66 @@ pub fn rank(
     if n > MAX_MODELS {
         return Err(RankError::TooManyModels(n));
     }
-    let all = fit_all(models, rows, params, costs)?;
-    if all.standings.iter().all(|s| s.games > 0) {
-        return Ok(all);
-    }
-    // Refit on the models that played (at least two: a rated game has two sides). Every row
-    // left out names a model without rated games, so it is both bad or failed: it moves no
-    // rating, and the per-model counts come from the whole data.
-    let played: Vec<bool> = models
-        .iter()
-        .map(|m| all.standings.iter().any(|s| &s.model == m && s.games > 0))
-        .collect();
+    let unplayed = match fit_all(models, rows, params, costs, true)? {
+        Ok(fitted) => return Ok(fitted),
+        Err(unplayed) => unplayed,
+    };
+    // Fitted again on the models that played (at least two: a rated game has two sides).
+    // Every row left out names a model without rated games, so it is both bad or failed: it
+    // moves no rating, and the per-model counts come from the whole data.
+    let played = |i: usize| unplayed.tally[i][..3].iter().sum::<u64>() > 0;
     let mut index = vec![u32::MAX; n];
     let mut kept_models = Vec::new();
     let mut kept_costs = Vec::new();
-    for (i, m) in models.iter().enumerate().filter(|(i, _)| played[*i]) {
+    for (i, m) in models.iter().enumerate().filter(|(i, _)| played(*i)) {
         index[i] = kept_models.len() as u32;
         kept_models.push(m.clone());
         kept_costs.push(costs.get(i).copied().unwrap_or((None, false)));
     }
     let kept_rows: Vec<Row> = rows
         .iter()
-        .filter(|r| played[r.a as usize] && played[r.b as usize])
+        .filter(|r| played(r.a as usize) && played(r.b as usize))
         .map(|r| Row {
             a: index[r.a as usize],
             b: index[r.b as usize],
             ..*r
         })
         .collect();
-    let mut fitted = fit_all(&kept_models, &kept_rows, params, &kept_costs)?;
-    let whole = |model: &str| {
-        all.standings
-            .iter()
-            .find(|s| s.model == model)
-            .expect("every model has a standing")
+    let Ok(mut fitted) = fit_all(&kept_models, &kept_rows, params, &kept_costs, false)? else {
+        unreachable!("fit_all reports unplayed models only when asked to")
     };
     for s in &mut fitted.standings {
-        let w = whole(&s.model);
-        (s.both_bad, s.failed) = (w.both_bad, w.failed);
+        let i = models
+            .iter()
+            .position(|m| *m == s.model)
+            .expect("a kept model");
+        (s.both_bad, s.failed) = (unplayed.tally[i][3], unplayed.tally[i][4]);
     }
-    (fitted.rated, fitted.both_bad, fitted.failed) = (all.rated, all.both_bad, all.failed);
-    let mut unranked: Vec<Standing> = all
-        .standings
-        .into_iter()
-        .filter(|s| s.games == 0)
-        .map(|s| Standing {
-            rank: None,
-            rating: None,
-            rating_ci_low: None,
-            rating_ci_high: None,
-            win_rate: None,
-            win_rate_ci_low: None,
-            win_rate_ci_high: None,
-            ..s
+    (fitted.rated, fitted.both_bad, fitted.failed) =
+        (unplayed.rated, unplayed.both_bad, unplayed.failed);
+    let mut unranked: Vec<Standing> = (0..n)
+        .filter(|&i| !played(i))
+        .map(|i| {
+            let cost = costs.get(i);
+            Standing {
+                rank: None,
+                model: models[i].clone(),
+                rating: None,
+                rating_ci_low: None,
+                rating_ci_high: None,
+                win_rate: None,
+                win_rate_ci_low: None,
+                win_rate_ci_high: None,
+                games: 0,
+                wins: 0,
+                losses: 0,
+                ties: 0,
+                both_bad: unplayed.tally[i][3],
+                failed: unplayed.tally[i][4],
+                elo: None,
+                cost_usd: cost.and_then(|c| c.0),
+                priced: cost.is_some_and(|c| c.1),
+            }
         })
         .collect();
     unranked.sort_by(|x, y| x.model.cmp(&y.model));
@@ -188,13 +195,24 @@ pub fn rank(
     Ok(fitted)
 }
 
-/// [`rank`] with every model in the fit.
+/// What [`fit_all`] found instead of fitting: models without rated games, by their counts.
+struct Unplayed {
+    /// Per model: wins, losses, ties, both_bad, failed.
+    tally: Vec<[u64; 5]>,
+    rated: u64,
+    both_bad: u64,
+    failed: u64,
+}
+
+/// [`rank`] with every model in the fit; with `check_played`, the counts instead when a
+/// model has no rated games (found from the aggregation, before any fitting).
 fn fit_all(
     models: &[String],
     rows: &[Row],
     params: RankParams,
     costs: &[(Option<f64>, bool)],
-) -> Result<Fitted, RankError> {
+    check_played: bool,
+) -> Result<Result<Fitted, Unplayed>, RankError> {
     let n = models.len();
     let Part {
         builder,
@@ -202,6 +220,22 @@ fn fit_all(
         failed_rows,
     } = aggregate_all(n, rows, params)?;
     let input = builder.build_on(params.threads);
+    let counts = input.counts();
+    if check_played && counts.rated_total() > 0 {
+        let per_model = counts.per_model();
+        if per_model.iter().any(|t| t[..3].iter().sum::<u64>() == 0) {
+            return Ok(Err(Unplayed {
+                tally: per_model
+                    .iter()
+                    .zip(&failed)
+                    .map(|(&[w, l, t, b], &f)| [w, l, t, b, f])
+                    .collect(),
+                rated: counts.rated_total(),
+                both_bad: counts.both_bad_total(),
+                failed: failed_rows,
+            }));
+        }
+    }
     // Elo needs every row in order and nothing from the fit: it runs on a side thread while
     // the counts are fitted and bootstrapped (not during the aggregation or the build, whose
     // threads already take every core: there it would only preempt them).
@@ -226,7 +260,18 @@ fn fit_all(
         failed,
     } = fitted?;
     let elos = elos?;
-    let ranks = tied_ranks(&fit.win_rate, &boot.win_rate)?;
+    // Ranks from the intervals as printed (a bound set on its estimate, see [`holding`]):
+    // intervals a reader sees touching are linked.
+    let shown: Vec<Interval> = boot
+        .win_rate
+        .iter()
+        .zip(&fit.win_rate)
+        .map(|(ci, &w)| {
+            let (lo, hi) = holding(ci, w);
+            Interval { lo, hi }
+        })
+        .collect();
+    let ranks = tied_ranks(&fit.win_rate, &shown)?;
     let mut warnings = Vec::new();
     if groups > 1 {
         warnings.push(format!(
@@ -281,13 +326,13 @@ fn fit_all(
             .then(grid(y.win_rate).cmp(&grid(x.win_rate)))
             .then(x.model.cmp(&y.model))
     });
-    Ok(Fitted {
+    Ok(Ok(Fitted {
         standings,
         rated,
         both_bad,
         failed,
         warnings,
-    })
+    }))
 }
 
 /// What [`fit_and_bootstrap`] works out.
@@ -690,6 +735,45 @@ mod tests {
                 .any(|w| w.contains("2 disconnected groups")),
             "{:?}",
             f.warnings
+        );
+    }
+
+    #[test]
+    fn intervals_that_touch_as_printed_share_a_rank() {
+        // Three separate battles on one task, resampled by task: every resample is the data,
+        // and the bootstrap's bounds differ from the estimates in the last bits only. The
+        // printed bounds are set on the estimates, all equal: one rank for each half.
+        let models: Vec<String> = ["F", "E", "D", "C", "A", "B"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let rows = [
+            row(0, 1, Outcome::BWins, 0),
+            row(2, 3, Outcome::BWins, 0),
+            row(4, 5, Outcome::AWins, 0),
+        ];
+        let params = RankParams {
+            resamples: 1000,
+            seed: 0,
+            unit: BootstrapUnit::Task,
+            ..params()
+        };
+        let f = rank(&models, &rows, params, &[]).expect("ranks");
+        let ranks: Vec<(&str, Option<usize>)> = f
+            .standings
+            .iter()
+            .map(|s| (s.model.as_str(), s.rank))
+            .collect();
+        assert_eq!(
+            ranks,
+            [
+                ("A", Some(1)),
+                ("C", Some(1)),
+                ("E", Some(1)),
+                ("B", Some(4)),
+                ("D", Some(4)),
+                ("F", Some(4))
+            ]
         );
     }
 

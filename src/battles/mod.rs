@@ -26,6 +26,8 @@ mod array;
 mod scan;
 mod tasks;
 
+pub(crate) use tasks::label_key;
+
 pub use array::{ArrayLines, BattlesShape, battles_shape};
 use scan::Scanner;
 #[cfg(test)]
@@ -682,8 +684,41 @@ impl Merger {
             self.judges.sort();
             return Err(BattlesError::SeveralJudges(self.judges));
         }
-        Ok((self.models, self.rows, self.judges.pop(), self.flips))
+        let models = canonical_numbers(&mut self.models, &mut self.rows, &self.task_ids.keys);
+        Ok((models, self.rows, self.judges.pop(), self.flips))
     }
+}
+
+/// Renumbers models by name and tasks by [`label_key`] (they were numbered in order of first
+/// appearance), in `rows` too, and returns the models in their new order. The bootstrap lays
+/// its draws out by these numbers: numbered so, its intervals depend on the battles, not on
+/// their order in the file (a both-bad row ahead of a model's first game, or the file
+/// sorted, moved them). `judge rank --run` numbers the same way.
+fn canonical_numbers(models: &mut [String], rows: &mut [Row], task_keys: &[u128]) -> Vec<String> {
+    let renumber = |order: &[u32]| {
+        let mut new = vec![0u32; order.len()];
+        for (n, &old) in order.iter().enumerate() {
+            new[old as usize] = n as u32;
+        }
+        new
+    };
+    let mut by_name: Vec<u32> = (0..models.len() as u32).collect();
+    by_name.sort_by(|&x, &y| models[x as usize].cmp(&models[y as usize]));
+    let model_new = renumber(&by_name);
+    let mut by_key: Vec<u32> = (0..task_keys.len() as u32).collect();
+    by_key.sort_unstable_by_key(|&t| task_keys[t as usize]);
+    let task_new = renumber(&by_key);
+    for r in rows.iter_mut() {
+        r.a = model_new[r.a as usize];
+        r.b = model_new[r.b as usize];
+        if r.task != u32::MAX {
+            r.task = task_new[r.task as usize];
+        }
+    }
+    by_name
+        .iter()
+        .map(|&m| std::mem::take(&mut models[m as usize]))
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::FastMap;
 /// with probability about n²/2^129 (1.5e-27 for a million labels); holding these instead of
 /// the labels keeps a million distinct question ids at 16 bytes each, and makes a label that
 /// arrives escaped (`q\u00e9`) or as a number (`81`) the same task as its plain text.
-pub(super) fn label_key(label: &[u8]) -> u128 {
+pub(crate) fn label_key(label: &[u8]) -> u128 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(label);
     u128::from_le_bytes(digest[..16].try_into().expect("16 of 32 bytes"))

@@ -4,6 +4,17 @@ fn parse(text: &str, unit: BootstrapUnit) -> Result<(Vec<String>, Vec<Row>), Bat
     parse_battles(text.as_bytes(), unit)
 }
 
+/// The number each of `labels` gets: tasks are numbered in the order of their label keys.
+fn task_numbers(labels: &[&str]) -> Vec<u32> {
+    let mut keys: Vec<u128> = labels.iter().map(|l| label_key(l.as_bytes())).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    labels
+        .iter()
+        .map(|l| keys.binary_search(&label_key(l.as_bytes())).expect("a key") as u32)
+        .collect()
+}
+
 #[test]
 fn rows_in_file_order_with_interned_names() {
     let text = "{\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_a\",\"question_id\":\"q1\",\"judge\":\"j\"}\n\
@@ -16,8 +27,12 @@ fn rows_in_file_order_with_interned_names() {
         ["x", "y", "zA"],
         "an escaped name equals its plain form"
     );
+    // Models numbered by name, tasks by label key (not by first appearance).
+    let [q1, q2] = task_numbers(&["q1", "q2"])[..] else {
+        unreachable!()
+    };
     let r: Vec<(u32, u32, u32)> = rows.iter().map(|r| (r.a, r.b, r.task)).collect();
-    assert_eq!(r, [(0, 1, 0), (2, 0, 1), (1, 2, 0)]);
+    assert_eq!(r, [(0, 1, q1), (2, 0, q2), (1, 2, q1)]);
     assert_eq!(rows[1].outcome, RowOutcome::Rated(Outcome::BothBad));
     // The comparison bootstrap needs no tasks: none are numbered.
     let (same_models, untasked) = parse(text, BootstrapUnit::Comparison).expect("valid");
@@ -224,6 +239,11 @@ fn many_blocks_match_one_pass() {
     assert!(text.len() > 3 * BLOCK_BYTES);
     let (models, rows) = parse(&text, BootstrapUnit::Task).expect("valid");
     assert_eq!(rows.len(), 200_000);
+    let labels: Vec<String> = (0..101).map(|q| format!("q{q}")).collect();
+    let numbers = task_numbers(&labels.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut sorted = models.clone();
+    sorted.sort();
+    assert_eq!(models, sorted, "models numbered by name");
     for (i, r) in rows.iter().enumerate().step_by(997) {
         let i = i as u32;
         let a = i % 37;
@@ -231,8 +251,8 @@ fn many_blocks_match_one_pass() {
         let b = if a == b { (b + 1) % 37 } else { b };
         assert_eq!(models[r.a as usize], format!("m{a}"));
         assert_eq!(models[r.b as usize], format!("m{b}"));
-        // Tasks are numbered in order of first appearance: q0, q1, … q100.
-        assert_eq!(r.task, i % 101);
+        // Tasks are numbered by label key.
+        assert_eq!(r.task, numbers[(i % 101) as usize]);
     }
     let mut bad = text.clone();
     bad.push_str("{\"model_a\":\"m1\",\"model_b\":\"m2\",\"winner\":\"nobody\"}\n");
@@ -278,7 +298,8 @@ fn whole_number_question_ids_name_tasks_on_both_paths() {
                 {\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"model_b\",\"question_id\":\"82\"}\n";
     let (_, rows) = parse(text, BootstrapUnit::Task).expect("valid");
     let tasks: Vec<u32> = rows.iter().map(|r| r.task).collect();
-    assert_eq!(tasks, [0, 0, 1], "81 on both paths is one task");
+    let t = task_numbers(&["81", "82"]);
+    assert_eq!(tasks, [t[0], t[0], t[1]], "81 on both paths is one task");
     // pandas writes 81.0 once a column has a gap: the same question.
     for same in ["81.0", "8.1e1", "81"] {
         let line = format!(

@@ -189,9 +189,11 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         // Human leaderboards are written under the run's shared lock, which other
         // `rank --from-labels` hold too: one at a time, or their renames interleave and
         // leave the three files of two ranks.
+        // Its name holds a `+`, which no labeller id does: no labeller's lock is this one.
         let _one_writer = if args.from_labels {
             Some(crate::engine::run_dir::wait_for_lock(
-                &dir.file("labels/.leaderboard.lock"),
+                &dir.file("labels/.leaderboard+writer.lock"),
+                "another `rank --from-labels` is writing the human leaderboard; waiting for it",
             )?)
         } else {
             None
@@ -276,11 +278,15 @@ fn from_run(
     }
     let present: std::collections::BTreeSet<&str> =
         outputs.iter().map(|o| o.model.as_str()).collect();
-    let model_cfgs: Vec<_> = manifest
+    // Numbered as a battles file numbers them (models by name, tasks by label key), so that
+    // the bootstrap's draws, laid out by number, are the same from the run and from its
+    // comparisons.jsonl, and do not hang on the order of judge.toml or of the suite.
+    let mut model_cfgs: Vec<_> = manifest
         .models
         .iter()
         .filter(|m| present.contains(m.id.as_str()))
         .collect();
+    model_cfgs.sort_by(|x, y| x.id.cmp(&y.id));
     let models: Vec<String> = model_cfgs.iter().map(|m| m.id.clone()).collect();
     if !args.from_labels {
         // Generated after the judge's last compare (the manifest's count of missing
@@ -296,7 +302,7 @@ fn from_run(
             .collect();
         if !idle.is_empty() {
             warnings.push(format!(
-                "{} {} outputs but no comparison by judge `{judge}` (generated after its last compare?): `judge compare --run {run} --judge {judge}` compares them, unless they share its family",
+                "{} {} outputs but no comparison by judge `{judge}` (generated after its last compare?): `judge compare --run {run} --judge {judge}` compares them (a model of the judge's own family it refuses: rank that one with another judge)",
                 idle.join(", "),
                 if idle.len() == 1 { "has" } else { "have" }
             ));
@@ -307,11 +313,12 @@ fn from_run(
         .enumerate()
         .map(|(i, m)| (m.as_str(), i as u32))
         .collect();
-    let tasks: HashMap<&str, u32> = suite
-        .tasks
-        .iter()
+    let mut by_key: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    by_key.sort_by_cached_key(|t| crate::battles::label_key(t.as_bytes()));
+    let tasks: HashMap<&str, u32> = by_key
+        .into_iter()
         .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i as u32))
+        .map(|(i, t)| (t, i as u32))
         .collect();
     let mut rows = Vec::with_capacity(mine.len());
     // comparisons.jsonl is derived whole by compare, one record per task and pair: anything

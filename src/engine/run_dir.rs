@@ -501,12 +501,16 @@ pub fn lock_file(path: &Path, what: &str) -> anyhow::Result<File> {
     Ok(file)
 }
 
-/// [`lock_file`], waiting for another holder to let go instead of refusing: for a short
-/// write that two processes may both make (a human leaderboard's files).
-pub fn wait_for_lock(path: &Path) -> anyhow::Result<File> {
+/// [`lock_file`], waiting for another holder to let go instead of refusing (saying
+/// `waiting` on stderr first): for a short write that two processes may both make (a human
+/// leaderboard's files).
+pub fn wait_for_lock(path: &Path, waiting: &str) -> anyhow::Result<File> {
     let file = open_lock_path(path)?;
-    file.lock()
-        .with_context(|| format!("failed to lock `{}`", path.display()))?;
+    if file.try_lock().is_err() {
+        eprintln!("{waiting}");
+        file.lock()
+            .with_context(|| format!("failed to lock `{}`", path.display()))?;
+    }
     Ok(file)
 }
 
@@ -718,6 +722,31 @@ mod tests {
             compact_jsonl(&path, key).expect("compact");
             assert_ne!(inode(&path), before, "{text:?}");
         }
+    }
+
+    #[test]
+    fn waiting_for_a_lock_returns_once_its_holder_lets_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("labels/.w.lock");
+        let held = wait_for_lock(&path, "waiting").expect("free: taken at once");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let second = wait_for_lock(&path, "waiting").expect("taken after the first");
+                tx.send(()).expect("send");
+                drop(second);
+            })
+        };
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200))
+                .is_err(),
+            "the second waits while the first holds it"
+        );
+        drop(held);
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the second takes it once the first lets go");
+        waiter.join().expect("waiter");
     }
 
     #[test]

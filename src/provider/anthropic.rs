@@ -70,12 +70,12 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
     }
     let finish_reason = stop_reason.map(normalise_stop_reason);
     if text.trim().is_empty() {
-        return Err(ProviderError::new(
-            ErrorClass::EmptyOutput,
+        return Err(ProviderError::empty(
             format!(
                 "empty reply (stop_reason: {})",
                 stop_reason.unwrap_or("none")
             ),
+            &text,
         ));
     }
     Ok(ChatReply {

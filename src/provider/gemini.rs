@@ -94,9 +94,9 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         return Err(blocked(candidate, r));
     }
     if text.trim().is_empty() {
-        return Err(ProviderError::new(
-            ErrorClass::EmptyOutput,
+        return Err(ProviderError::empty(
             format!("empty reply (finishReason: {})", reason.unwrap_or("none")),
+            &text,
         ));
     }
     Ok(ChatReply {

@@ -149,6 +149,9 @@ pub struct ProviderError {
     /// Tokens the failed call was billed for, when a 2xx reply said (an empty reply cut by
     /// the token cap, a refusal): a failure can cost money too.
     pub usage: Option<Usage>,
+    /// The reply's text when it came back but holds nothing (whitespace only: an empty
+    /// reply), kept for a judge's record of it.
+    pub text: Option<String>,
 }
 
 impl ProviderError {
@@ -160,6 +163,15 @@ impl ProviderError {
             status: None,
             retry_after: None,
             usage: None,
+            text: None,
+        }
+    }
+
+    /// An empty reply: `text` is what came back (nothing, or only whitespace).
+    pub fn empty(message: impl Into<String>, text: &str) -> Self {
+        ProviderError {
+            text: Some(text.to_string()),
+            ..ProviderError::new(ErrorClass::EmptyOutput, message)
         }
     }
 }

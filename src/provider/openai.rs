@@ -121,12 +121,12 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
         } else {
             ""
         };
-        return Err(ProviderError::new(
-            ErrorClass::EmptyOutput,
+        return Err(ProviderError::empty(
             format!(
                 "empty reply (finish_reason: {}){why}",
                 finish_reason.as_deref().unwrap_or("none")
             ),
+            &text,
         ));
     }
     Ok(ChatReply {

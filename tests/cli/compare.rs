@@ -275,7 +275,7 @@ fn an_empty_judge_reply_is_unparsable_retried_once_and_kept() {
         assert_eq!(server.count(), 12, "{empty:?}: every call retried once");
         for j in p.jsonl("runs/r/judgments.jsonl") {
             assert_eq!(j["verdict"], "failed", "{j}");
-            assert_eq!(j["raw"], "", "{j}");
+            assert_eq!(j["raw"], empty, "{j}: kept as it came");
             assert_eq!(j["attempts"], 2, "{j}");
             assert_eq!(j["error"]["class"], "unparsable_verdict", "{j}");
             assert!(

@@ -118,6 +118,47 @@ fn bootstrap_fixture_bounds_within_0_02() {
     }
 }
 
+/// The same battles in another order, with both-bad rows added ahead of everything, give
+/// the same numbers (Elo, which follows the order, aside), by either unit: models and tasks
+/// are numbered by name and label, not by first appearance.
+#[test]
+fn row_order_and_both_bad_rows_move_no_interval() {
+    let fx = fixture("bootstrap.json");
+    let p = Project::empty();
+    let rows = fx["comparisons"].as_array().unwrap().clone();
+    let mut shuffled: Vec<serde_json::Value> = rows.iter().rev().cloned().collect();
+    shuffled.swap(3, 250);
+    for (a, b, q) in [("m05", "m03", "q99"), ("m04", "m00", "late-task")] {
+        shuffled.insert(
+            0,
+            serde_json::json!({"model_a": a, "model_b": b, "winner": "tie (bothbad)", "question_id": q}),
+        );
+    }
+    let plain = battles_file(&p, "plain.jsonl", &rows);
+    let moved = battles_file(&p, "moved.jsonl", &shuffled);
+    for unit in ["comparison", "task"] {
+        let board = |file: &str| {
+            let out = p.run(&[
+                "rank",
+                "--comparisons",
+                file,
+                "--format",
+                "json",
+                "--bootstrap-unit",
+                unit,
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            let mut board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            for m in board["models"].as_array_mut().unwrap() {
+                m["elo"] = serde_json::Value::Null;
+                m["both_bad"] = serde_json::Value::Null;
+            }
+            board["models"].clone()
+        };
+        assert_eq!(board(&plain), board(&moved), "{unit}");
+    }
+}
+
 #[test]
 fn same_seed_same_bytes_and_seed_is_reported() {
     let fx = fixture("bootstrap.json");

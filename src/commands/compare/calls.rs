@@ -223,7 +223,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
             // An empty reply is a reply without a verdict (DESIGN §2.7): asked once more,
             // then recorded unparsable with its (empty) text.
             Err(e) if e.class == ErrorClass::EmptyOutput => {
-                record.raw = Some(String::new());
+                record.raw = Some(e.text.unwrap_or_default());
                 record.error = Some(RecordedError {
                     class: ErrorClass::UnparsableVerdict,
                     message: e.message,

@@ -377,7 +377,10 @@ fn finish(
         let finish = if ungenerated > 0 {
             "finish generating first (above), then rerun compare".to_string()
         } else {
-            format!("`judge compare --run {}` finishes them", run_dir.name())
+            format!(
+                "`judge compare --run {} --judge {judge}` finishes them",
+                run_dir.name()
+            )
         };
         eprintln!(
             "warning: judge `{judge}` has {n} comparison(s) still missing (run `{}`); {finish}",
@@ -559,6 +562,7 @@ family = "{judge_family}"
             "http://localhost:8000/v1",
             "HTTP://LocalHost:8000/v1/",
             "http://[::1]:8000/v1",
+            "http://[::ffff:127.0.0.1]:8000/v1",
             "http://127.0.0.1:8000/v1/",
         ] {
             assert!(

@@ -112,7 +112,10 @@ pub(crate) fn refuse_changed_judge_setup(
             entry.get("base_url").and_then(|v| v.as_str()),
             p.base_url.as_deref(),
         );
-        if !text("kind").is_empty() && (text("kind") != p.kind.as_str() || then_url != now_url) {
+        // Another spelling of the same server is the same server.
+        if !text("kind").is_empty()
+            && (text("kind") != p.kind.as_str() || then_url.map(address) != now_url.map(address))
+        {
             return refuse(format!(
                 "judge `{id}` was called on {} when run `{run}` was judged, now on {} (provider `{}`); the same model name elsewhere can be another model: give the judge there its own id",
                 place(text("kind"), then_url),
@@ -317,8 +320,6 @@ pub(crate) fn llm_judges(judges: &[Judge]) -> Vec<&ModelConfig> {
         .collect()
 }
 
-/// Refuses a judge from the family of any of `models` (DESIGN rule 6), and a judge that is one
-/// of them under another family name: the same model on the same API and address.
 /// A base URL as the server it reaches: scheme and host in lower case, the default port
 /// made explicit, and every loopback name one (`localhost`, `127.0.0.1`, `[::1]`), so that
 /// two spellings of one server compare equal.
@@ -330,7 +331,8 @@ fn address(url: &str) -> String {
     let ip = host
         .trim_start_matches('[')
         .trim_end_matches(']')
-        .parse::<std::net::IpAddr>();
+        .parse::<std::net::IpAddr>()
+        .map(|ip| ip.to_canonical());
     let host = if host == "localhost" || ip.is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
     {
         "loopback".to_string()
@@ -345,6 +347,8 @@ fn address(url: &str) -> String {
     )
 }
 
+/// Refuses a judge from the family of any of `models` (DESIGN rule 6), and a judge that is one
+/// of them under another family name: the same model on the same API and address.
 pub(crate) fn refuse_own_family(
     config: &Config,
     judges: &[Judge],
