@@ -154,6 +154,11 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     if secs > MAX_DEADLINE_SECS {
         return Err(too_long());
     }
+    if secs == 0 {
+        return Err(format!(
+            "`{s}` is no time at all: nothing would start; give a positive duration (e.g. 30m)"
+        ));
+    }
     Ok(std::time::Duration::from_secs(secs))
 }
 
@@ -544,6 +549,10 @@ mod tests {
             err.contains("unknown unit in `5d` (use s, m or h)"),
             "{err}"
         );
+        for zero in ["0", "0s", "0h0m"] {
+            let err = parse_duration(zero).unwrap_err();
+            assert!(err.contains("is no time at all"), "{zero}: {err}");
+        }
         for bad in ["h", "", "1h30", "30m2", "1h 30m"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(
