@@ -141,8 +141,13 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         // A run's judge whose calls all failed can be asked again.
         let hint = match (&e, &args.run) {
             (crate::ranking::RankError::NoRatedComparisons, Some(run)) if !args.from_labels => {
+                let judge = input
+                    .header
+                    .judge
+                    .as_deref()
+                    .map_or(String::new(), |j| format!(" --judge {j}"));
                 format!(
-                    "; if its calls failed, `judge compare --run {run} --retry-failed` asks again"
+                    "; if its calls failed, `judge compare --run {run}{judge} --retry-failed` asks again"
                 )
             }
             _ => String::new(),

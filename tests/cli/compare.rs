@@ -341,7 +341,7 @@ fn unparsable_replies_fail_with_raw_text_kept() {
         );
         assert!(
             text(&out).contains(
-                "6 judgment(s) failed (each record's `error` in judgments.jsonl says why; the raw reply is kept); to ask again: `judge compare --run r --retry-failed`"
+                "6 judgment(s) failed (each record's `error` in judgments.jsonl says why; the raw reply is kept); to ask again: `judge compare --run r --judge judge-1 --retry-failed`"
             ),
             "{}",
             text(&out)
@@ -959,7 +959,8 @@ fn a_run_whose_judge_failed_every_call_exits_1_not_2() {
     assert!(
         text(&out)
             .contains("error: judge `judge-1` not ranked: cannot rank run r: no rated comparisons")
-            && text(&out).contains("`judge compare --run r --retry-failed` asks again"),
+            && text(&out)
+                .contains("`judge compare --run r --judge judge-1 --retry-failed` asks again"),
         "{}",
         text(&out)
     );

@@ -350,13 +350,17 @@ fn finish(
         "{}",
         compare_summary(&judge_ids, &priced, &ours, &new_calls, &comparisons)
     );
-    let failed_calls = ours
+    let failed: Vec<&&JudgmentRecord> = ours
         .iter()
         .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
-        .count();
+        .collect();
+    let failed_calls = failed.len();
     if failed_calls > 0 {
+        // Only the judges that failed: the bare command would ask every configured judge.
+        let judges: BTreeSet<&str> = failed.iter().map(|j| j.judge.as_str()).collect();
+        let flags: String = judges.iter().map(|j| format!(" --judge {j}")).collect();
         eprintln!(
-            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept); to ask again: `judge compare --run {} --retry-failed`",
+            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept); to ask again: `judge compare --run {}{flags} --retry-failed`",
             run_dir.name()
         );
     }
