@@ -49,7 +49,14 @@ impl std::hash::Hasher for FastHash {
         }
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits, which pick a table's bucket, depending on the low
+        // input bytes alone (`q1`, `q2`, … of a million question ids fell into a few dozen
+        // buckets): fold the high bits down (murmur3's finaliser).
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h
     }
 }
 

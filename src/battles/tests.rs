@@ -687,3 +687,19 @@ fn flips_of_judges_own_comparisons_are_counted() {
         r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":truex}"#;
     assert!(parse_battles_judged(bad.as_bytes(), BootstrapUnit::Comparison).is_err());
 }
+
+#[test]
+fn the_name_tables_hash_spreads_similar_labels_over_buckets() {
+    // A table picks buckets by the hash's low bits: a million `q<number>` labels must not
+    // share a few of them (they did: parsing took 10× longer).
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    let build = BuildHasherDefault::<FastHash>::default();
+    let buckets: std::collections::HashSet<u64> = (0..100_000)
+        .map(|i| build.hash_one(format!("q{i}").as_bytes()) & 0xffff)
+        .collect();
+    assert!(
+        buckets.len() > 40_000,
+        "{} of 65,536 buckets",
+        buckets.len()
+    );
+}
