@@ -58,8 +58,10 @@ fn load_run_locked<R: crate::records::OutputRow>(
     use crate::error::JudgeError;
     let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
     // Locked before anything is read: a file another process is writing is neither read half
-    // way nor "repaired" under it.
-    if run_dir.path().is_dir() {
+    // way nor "repaired" under it. A folder without a manifest is not locked: it is a run
+    // `generate` has just claimed (taking its lock here would make that generate give up as
+    // "in use"), or one refused below.
+    if run_dir.path().is_dir() && run_dir.exists() {
         if shared {
             run_dir.lock_shared()?;
         } else {

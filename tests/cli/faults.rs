@@ -726,6 +726,38 @@ fn key_echoed_in_a_successful_reply_is_redacted_everywhere() {
     }
 }
 
+/// A run `generate` has just claimed (its folder and held lock, no manifest yet) is "not
+/// found" to other commands, which leave its lock alone: taking it would make that generate
+/// give up as "in use".
+#[test]
+fn a_run_being_created_is_not_found_and_its_lock_left_alone() {
+    let p = Project::offline();
+    std::fs::create_dir_all(p.path().join("runs/new")).unwrap();
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p.path().join("runs/new/.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    for args in [
+        &["rank", "--run", "new"][..],
+        &["compare", "--run", "new"],
+        &["check", "--run", "new"],
+        &["label", "score", "--run", "new"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("run `new` not found"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    drop(lock);
+}
+
 #[test]
 fn a_run_held_by_another_process_is_neither_read_nor_repaired() {
     let p = Project::offline();
