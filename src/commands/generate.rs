@@ -197,13 +197,23 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     });
     // A run this invocation named and started, refused (bad key, no quota) before a single
     // output: nothing to resume, so no empty run is left behind to pick through.
-    if refused
+    let removed = refused
         && args.run.is_none()
         && invocation.items == 0
-        && std::fs::remove_dir_all(run_dir.path()).is_ok()
-    {
+        && std::fs::remove_dir_all(run_dir.path()).is_ok();
+    if removed {
         eprintln!("run `{name}` removed: nothing was generated");
     }
+    let finished = finished.map_err(|e| match e.downcast::<JudgeError>() {
+        Ok(JudgeError::ProviderRefused(msg)) if removed => {
+            JudgeError::ProviderRefused(format!("{msg}; once fixed, rerun the same command")).into()
+        }
+        Ok(JudgeError::ProviderRefused(msg)) => {
+            JudgeError::ProviderRefused(crate::error::after_refusal(&msg, &name)).into()
+        }
+        Ok(other) => other.into(),
+        Err(e) => e,
+    });
     finished.map(|outcome| (outcome, name))
 }
 
@@ -425,10 +435,8 @@ fn finish(
         Some(StopReason::Interrupted) => {
             Err(JudgeError::Interrupted(ctx.named_here.then(|| run_dir.name().to_string())).into())
         }
-        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(
-            crate::error::after_refusal(&msg, run_dir.name()),
-        )
-        .into()),
+        // How to resume is added by the caller, which knows whether the run stays.
+        Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if !complete && ctx.stop.past_deadline() => {
             let missing = expected - done;

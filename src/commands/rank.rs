@@ -418,7 +418,7 @@ fn from_run(
         .unwrap_or(0);
     if missing > 0 && !args.from_labels {
         warnings.push(format!(
-            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run}`) before trusting this leaderboard"
+            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
         ));
     }
     if !args.from_labels {

@@ -320,12 +320,24 @@ fn unauthorized_aborts_with_exit_3_naming_the_env_var() {
         p.read("runs/r/outputs.jsonl").is_empty(),
         "no item is recorded as failed for a bad key"
     );
+    assert!(
+        text(&out).contains("once fixed, rerun the same command with `--run r` to resume"),
+        "{}",
+        text(&out)
+    );
     // Under a default name, the run it started and could not fill is not left behind; a
     // named run stays, to be resumed.
     let out = p.run(&["generate"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
         text(&out).contains("removed: nothing was generated"),
+        "{}",
+        text(&out)
+    );
+    // Nothing to resume: the advice names no run.
+    assert!(
+        text(&out).contains("once fixed, rerun the same command")
+            && !text(&out).contains("to resume"),
         "{}",
         text(&out)
     );

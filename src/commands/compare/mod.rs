@@ -372,8 +372,9 @@ fn finish(
         .filter(|(t, m)| !ctx.outputs.contains_key(&(t.id.clone(), m.id.clone())))
         .count();
     if ungenerated > 0 {
+        let judges: String = judge_ids.iter().map(|j| format!(" --judge {j}")).collect();
         eprintln!(
-            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}`",
+            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}{judges}`",
             run = run_dir.name()
         );
     }
