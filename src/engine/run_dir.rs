@@ -465,8 +465,19 @@ fn add_shared_holder(path: &Path) {
     if std::fs::metadata(path).is_ok_and(|m| m.len() > 64 * 1024) {
         return;
     }
-    if let Ok(mut file) = OpenOptions::new().append(true).open(path) {
-        let _ = file.write_all(holder_line().as_bytes());
+    if let Ok(mut file) = OpenOptions::new().read(true).append(true).open(path) {
+        // A line cut short (a write that failed half way, on a full disk) is ended first, so
+        // that this one stays whole and readable.
+        let torn = file.metadata().is_ok_and(|m| m.len() > 0) && {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::End(-1))
+                .and_then(|_| file.read_exact(&mut last))
+                .is_ok_and(|()| last[0] != b'\n')
+        };
+        let line = holder_line();
+        let line = if torn { format!("\n{line}") } else { line };
+        let _ = file.write_all(line.as_bytes());
     }
 }
 
@@ -670,9 +681,10 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let gone = child.id();
         child.wait().expect("wait");
+        // The last line cut short, as a write that failed half way leaves it.
         std::fs::write(
             run.file(".lock"),
-            format!("pid {gone}: judge label --run r --labeller old\nnot a line\n"),
+            format!("pid {gone}: judge label --run r --labeller old\nnot a line\npid 4x"),
         )
         .expect("lock text");
         run.lock_shared().expect("shared lock");
