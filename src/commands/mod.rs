@@ -38,7 +38,17 @@ pub fn load_run<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, false)
+    load_run_locked(config, run, false, &|_| Ok(true))
+}
+
+/// [`load_run`] that asks `wants_outputs` of the suite before the outputs are read (they may
+/// be gigabytes): an error refuses the run, `false` leaves the outputs unread (empty).
+pub fn load_run_if<R: crate::records::OutputRow>(
+    config: &crate::config::Config,
+    run: &str,
+    wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
+) -> anyhow::Result<LoadedRun<R>> {
+    load_run_locked(config, run, false, wants_outputs)
 }
 
 /// [`load_run`] under a shared lock (see [`crate::engine::run_dir::RunDir::lock_shared`]):
@@ -47,13 +57,14 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, true)
+    load_run_locked(config, run, true, &|_| Ok(true))
 }
 
 fn load_run_locked<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
     shared: bool,
+    wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
 ) -> anyhow::Result<LoadedRun<R>> {
     use crate::error::JudgeError;
     let mut run_dir = crate::engine::run_dir::RunDir::at(&config.runs_dir(), run)?;
@@ -93,6 +104,9 @@ fn load_run_locked<R: crate::records::OutputRow>(
     if !shared && manifest.suite != current {
         manifest.suite = current;
         crate::engine::run_dir::write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
+    }
+    if !wants_outputs(&suite)? {
+        return Ok((run_dir, manifest, suite, Vec::new()));
     }
     let outputs_path = run_dir.file(generate::OUTPUTS_FILE);
     let outputs: Vec<R> = latest_outputs(run_dir.read_jsonl(&outputs_path)?);

@@ -986,3 +986,45 @@ fn the_exec_judge_tidies_a_checks_file_a_kill_left_untidy() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.read("runs/r/checks.jsonl"), tidy);
 }
+
+/// A suite without hidden tests has nothing for `check` to do (it says so) and is refused by
+/// the exec judge, both before the run's outputs are read (they may be gigabytes): here
+/// outputs.jsonl is unreadable, and neither stumbles on it.
+#[test]
+fn a_suite_without_checks_is_handled_before_the_outputs_are_read() {
+    let p = Project::with_suite(
+        2,
+        &files_config(&[("a", "set-a", "fam-a"), ("b", "set-b", "fam-b")]),
+    );
+    for set in ["set-a", "set-b"] {
+        for t in ["t01", "t02"] {
+            p.write(
+                &format!("suites/demo/answers/{set}/{t}.md"),
+                "```python\nprint(1)\n```\n",
+            );
+        }
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::write(
+        p.path().join("runs/r/outputs.jsonl"),
+        b"\xff\xfe not utf-8\n",
+    )
+    .unwrap();
+    let out = p.run(&["check", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "warning: suite `demo` has no hidden tests (tasks/<id>/check.py): nothing to check"
+        ),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r", "--judge", "exec"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the exec judge decides from hidden tests, and suite `demo` has none"),
+        "{}",
+        text(&out)
+    );
+}

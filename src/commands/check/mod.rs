@@ -11,7 +11,6 @@ use sha2::{Digest, Sha256};
 
 use crate::cache::{Cache, cache_key};
 use crate::cli::{CheckArgs, Cli};
-use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{
     JsonlAppender, RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic,
@@ -171,7 +170,18 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
         &crate::config::project_root(&cli.config).join("runs"),
     )?;
     let config = load_config(&cli.config)?;
-    let (mut run_dir, manifest, suite, outputs) = load_run(&config, &args.run)?;
+    // A suite without hidden tests has nothing to check: its outputs (they may be gigabytes)
+    // are not read.
+    let (mut run_dir, manifest, suite, outputs) =
+        crate::commands::load_run_if(&config, &args.run, &|suite| {
+            Ok(suite.tasks.iter().any(|t| t.check.is_some()))
+        })?;
+    if suite.tasks.iter().all(|t| t.check.is_none()) {
+        eprintln!(
+            "warning: suite `{}` has no hidden tests (tasks/<id>/check.py): nothing to check; add a check.py to the tasks a test can decide (README: Writing a task and its check)",
+            suite.name
+        );
+    }
     let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;
     run_dir.create_and_lock()?;
     crate::interrupt::install();

@@ -239,8 +239,16 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
 
 fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
     let config = load_config(&cli.config)?;
+    let judges = resolve_judges(&config, wanted_judges)?;
+    let exec = judges.iter().any(|j| matches!(j, Judge::Exec));
+    // A suite the exec judge cannot judge is refused before the outputs are read.
     let (run_dir, manifest, suite, outputs) =
-        crate::commands::load_run::<OutputRecord>(&config, run)?;
+        crate::commands::load_run_if::<OutputRecord>(&config, run, &|suite| {
+            if exec {
+                refuse_exec_without_checks(suite)?;
+            }
+            Ok(true)
+        })?;
     let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
     let models: Vec<ModelConfig> = manifest
         .models
@@ -255,13 +263,9 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         ))
         .into());
     }
-    let judges = resolve_judges(&config, wanted_judges)?;
     refuse_own_family(&config, &judges, &models)?;
-    if judges.iter().any(|j| matches!(j, Judge::Exec)) {
-        refuse_exec_without_checks(&suite)?;
-        if let Some(note) = exec_coverage_note(&suite) {
-            eprintln!("warning: {note}");
-        }
+    if exec && let Some(note) = exec_coverage_note(&suite) {
+        eprintln!("warning: {note}");
     }
     Ok(Inputs {
         config,
