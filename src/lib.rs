@@ -35,6 +35,12 @@ pub fn short_hash(hash: &str) -> &str {
         .map_or(hash, |(end, _)| &hash[..end])
 }
 
+/// Lowercase hex of the SHA-256 of `text`: how judge names prompts, checks and code.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
 /// Lowercase hex of a byte string.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

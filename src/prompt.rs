@@ -511,7 +511,7 @@ pub fn fence_nonce(seed: u64, task: &str, pair: (&str, &str), order: Order) -> S
         hasher.update((field.len() as u64).to_le_bytes());
         hasher.update(field.as_bytes());
     }
-    let mut nonce = to_hex(&hasher.finalize());
+    let mut nonce = crate::hex(&hasher.finalize());
     nonce.truncate(NONCE_HEX_LEN);
     nonce
 }
@@ -564,7 +564,7 @@ pub fn template_sha256(
         render_pieces(&t.system, &fill),
         render_pieces(&t.user, &fill)
     );
-    (to_hex(&Sha256::digest(text.as_bytes())), text)
+    (crate::sha256_hex(&text), text)
 }
 
 /// Refuses a malformed nonce, or one that any input contains.
@@ -652,17 +652,6 @@ fn render_pieces(pieces: &[Piece], fill: &dyn Fn(Slot, &mut String)) -> String {
         }
     }
     out
-}
-
-/// Lowercase hex of a byte string.
-fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    hex
 }
 
 #[cfg(test)]

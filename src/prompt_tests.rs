@@ -278,7 +278,7 @@ fn fence_nonce_changes_with_every_input() {
 #[test]
 fn sha256_hex_matches_the_standard_test_vector() {
     assert_eq!(
-        to_hex(&Sha256::digest(b"abc")),
+        crate::sha256_hex("abc"),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
@@ -290,7 +290,7 @@ fn template_sha256_fills_only_the_suite_slot() {
     let expected = "---system---\nJudge.\nThe answers were written to this brief, which every model was given:\n\nctx\n\nWhat makes one answer better than another:\n\ncrit\n---user---\n\
                         Code {{nonce}}.\n{{task}}\n{{answer_1}}\n{{answer_2}}\nReply.\n";
     assert_eq!(text, expected);
-    assert_eq!(hash, to_hex(&Sha256::digest(expected.as_bytes())));
+    assert_eq!(hash, crate::sha256_hex(expected));
     assert_eq!(hash.len(), 64);
     assert_eq!(template_sha256(&template, "ctx", "crit").0, hash);
     assert_ne!(template_sha256(&template, "ctx", "other").0, hash);

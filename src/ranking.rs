@@ -133,8 +133,10 @@ pub fn rank(
     let mut index = vec![u32::MAX; n];
     let mut kept_models = Vec::new();
     let mut kept_costs = Vec::new();
+    let mut original: std::collections::HashMap<String, usize> = Default::default();
     for (i, m) in models.iter().enumerate().filter(|(i, _)| played(*i)) {
         index[i] = kept_models.len() as u32;
+        original.insert(m.clone(), i);
         kept_models.push(m.clone());
         kept_costs.push(costs.get(i).copied().unwrap_or((None, false)));
     }
@@ -151,10 +153,7 @@ pub fn rank(
         unreachable!("fit_all reports unplayed models only when asked to")
     };
     for s in &mut fitted.standings {
-        let i = models
-            .iter()
-            .position(|m| *m == s.model)
-            .expect("a kept model");
+        let i = original[&s.model];
         (s.both_bad, s.failed) = (unplayed.tally[i][3], unplayed.tally[i][4]);
     }
     (fitted.rated, fitted.both_bad, fitted.failed) =

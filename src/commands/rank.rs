@@ -465,7 +465,7 @@ fn from_run(
                 .with_context(|| format!("failed to read `{}`", path.display()))?;
             // The verdicts name the prompt by this hash: a file that no longer has it is not
             // the prompt they were given.
-            if crate::hex(&<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())) != *sha {
+            if crate::sha256_hex(&text) != *sha {
                 warnings.push(format!(
                     "`{}` no longer matches its hash (edited since the judge used it): the prompt the verdicts were given is not in the run any more",
                     path.display()

@@ -219,7 +219,7 @@ fn file_digests(files: &BTreeMap<String, String>) -> BTreeMap<String, String> {
         .iter()
         .filter(|(p, _)| *p == "suite.toml" || p.starts_with("tasks/"))
         .map(|(p, text)| {
-            let digest = crate::hex(&Sha256::digest(text.as_bytes()));
+            let digest = crate::sha256_hex(text);
             (p.clone(), digest[..16].to_string())
         })
         .collect()

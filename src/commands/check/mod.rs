@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::cache::{Cache, cache_key};
 use crate::cli::{CheckArgs, Cli};
@@ -157,10 +157,6 @@ impl CheckTable {
             rb == Some(CheckOutcome::Pass),
         )
     }
-}
-
-fn sha256_hex(text: &str) -> String {
-    crate::hex(&Sha256::digest(text.as_bytes()))
 }
 
 /// Runs `judge check`.
