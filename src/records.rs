@@ -48,6 +48,51 @@ pub struct OutputRecord {
     /// HTTP attempts made (0 for cache hits and `files` models).
     pub attempts: u32,
     pub settings: GenerationSettings,
+    /// What the failed records this one replaced (`--retry-failed`) were billed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Replaced>,
+}
+
+/// Usage and cost billed to failed records that a record replaced (`--retry-failed`), summed
+/// over every replacement, so that a run's costs keep every billed call. A replaced failure
+/// without usage (a timeout, a 5xx: the provider did not say it billed it) adds nothing, as
+/// with the retries inside one call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Replaced {
+    pub usage: Usage,
+    /// `null` when unpriced.
+    pub cost_usd: Option<f64>,
+}
+
+impl Replaced {
+    /// What a failed record with this `usage`, `cost_usd` and `replaced` passes on to the
+    /// record that replaces it; `None` when no billed usage is known.
+    pub fn passed_on(
+        usage: Option<Usage>,
+        cost_usd: Option<f64>,
+        replaced: Option<Replaced>,
+    ) -> Option<Replaced> {
+        let own = usage.map(|usage| Replaced { usage, cost_usd });
+        match (own, replaced) {
+            (Some(a), Some(b)) => Some(Replaced {
+                usage: Usage {
+                    input_tokens: a.usage.input_tokens.saturating_add(b.usage.input_tokens),
+                    output_tokens: a.usage.output_tokens.saturating_add(b.usage.output_tokens),
+                },
+                cost_usd: a.cost_usd.zip(b.cost_usd).map(|(x, y)| x + y),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// A record's whole cost: its own `cost_usd` plus what the failed records it replaced were
+/// billed; `None` when either is unknown or unpriced.
+pub fn total_cost(cost_usd: Option<f64>, replaced: Option<Replaced>) -> Option<f64> {
+    match replaced {
+        None => cost_usd,
+        Some(r) => cost_usd.zip(r.cost_usd).map(|(a, b)| a + b),
+    }
 }
 
 /// An output record without its text and call details: what a leaderboard needs of it
@@ -58,6 +103,8 @@ pub struct OutputBrief {
     pub model: String,
     pub status: Status,
     pub cost_usd: Option<f64>,
+    #[serde(default)]
+    pub replaced: Option<Replaced>,
 }
 
 /// A record of `outputs.jsonl`, read whole ([`OutputRecord`]) or in brief ([`OutputBrief`]).
@@ -93,6 +140,11 @@ impl OutputRecord {
     /// cost is `n/a` then, and generate's counts it as unknown.
     pub fn cost_unknown(&self) -> bool {
         self.cost_usd.is_none()
+    }
+
+    /// Its cost with what the failed records it replaced were billed ([`total_cost`]).
+    pub fn total_cost(&self) -> Option<f64> {
+        total_cost(self.cost_usd, self.replaced)
     }
 }
 
@@ -159,6 +211,9 @@ pub struct JudgmentRecord {
     pub cost_usd: Option<f64>,
     /// Why the verdict is `failed`.
     pub error: Option<RecordedError>,
+    /// What the failed records this one replaced (`--retry-failed`) were billed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Replaced>,
     /// What this invocation's calls cost (attempts served from the cache cost nothing now):
     /// for the progress bar, never written.
     #[serde(skip)]
@@ -194,6 +249,36 @@ pub struct ComparisonRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replaced_failures_pass_on_billed_usage_and_cost() {
+        let u = |i, o| Usage {
+            input_tokens: i,
+            output_tokens: o,
+        };
+        // Nothing known billed: nothing passed on.
+        assert_eq!(Replaced::passed_on(None, None, None), None);
+        let first = Replaced::passed_on(Some(u(10, 2)), Some(0.5), None);
+        assert_eq!(
+            first,
+            Some(Replaced {
+                usage: u(10, 2),
+                cost_usd: Some(0.5)
+            })
+        );
+        // A failure without usage keeps what it had replaced; a billed one adds to it.
+        assert_eq!(Replaced::passed_on(None, None, first), first);
+        let second = Replaced::passed_on(Some(u(1, 1)), Some(0.25), first).unwrap();
+        assert_eq!(second.usage, u(11, 3));
+        assert_eq!(second.cost_usd, Some(0.75));
+        // Unpriced stays unknown.
+        let unpriced = Replaced::passed_on(Some(u(1, 1)), None, first).unwrap();
+        assert_eq!(unpriced.cost_usd, None);
+        assert_eq!(total_cost(Some(1.0), Some(second)), Some(1.75));
+        assert_eq!(total_cost(Some(1.0), Some(unpriced)), None);
+        assert_eq!(total_cost(None, Some(second)), None);
+        assert_eq!(total_cost(Some(1.0), None), Some(1.0));
+    }
 
     #[test]
     fn judgment_verdicts_round_trip_and_a_bad_one_names_the_values() {

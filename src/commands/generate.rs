@@ -17,8 +17,8 @@ use crate::engine::run_dir::{
 use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
 use crate::provider::http::HttpProvider;
-use crate::provider::{ChatRequest, Message, files, to_wire};
-use crate::records::{OutputRecord, RecordedError, Status};
+use crate::provider::{ChatRequest, Message, Usage, files, to_wire};
+use crate::records::{OutputRecord, RecordedError, Replaced, Status};
 use crate::report::format_usd;
 use crate::report::progress::Progress;
 use crate::report::summary::GenerationTally;
@@ -46,6 +46,8 @@ struct Ctx {
 struct Item {
     task: usize,
     model: usize,
+    /// What the failed record it replaces (`--retry-failed`) passes on.
+    replaces: Option<Replaced>,
 }
 
 /// Runs `judge generate`.
@@ -312,12 +314,19 @@ fn refuse_missing_answer_sets(
     Ok(())
 }
 
-/// The (task, model, status) of an output record; the rest of a line is not read.
+/// The (task, model, status) of an output record and what it cost; the rest of a line is not
+/// read.
 #[derive(Debug, serde::Deserialize)]
 struct OutputKey {
     task: String,
     model: String,
     status: Status,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    replaced: Option<Replaced>,
 }
 
 /// Where a record goes in the sorted outputs file.
@@ -546,22 +555,26 @@ fn pending_items(
     existing: &[OutputKey],
     retry_failed: bool,
 ) -> Vec<Item> {
-    let mut latest: BTreeMap<(&str, &str), Status> = BTreeMap::new();
+    let mut latest: BTreeMap<(&str, &str), &OutputKey> = BTreeMap::new();
     for r in existing {
-        latest.insert((r.task.as_str(), r.model.as_str()), r.status);
+        latest.insert((r.task.as_str(), r.model.as_str()), r);
     }
     let mut items = Vec::new();
     for (ti, task) in suite.tasks.iter().enumerate() {
         for (mi, model) in models.iter().enumerate() {
-            let pending = match latest.get(&(task.id.as_str(), model.id.as_str())) {
-                None => true,
-                Some(Status::Failed) => retry_failed,
-                Some(Status::Ok) => false,
+            let (pending, replaces) = match latest.get(&(task.id.as_str(), model.id.as_str())) {
+                None => (true, None),
+                Some(r) if r.status == Status::Failed => (
+                    retry_failed,
+                    Replaced::passed_on(r.usage, r.cost_usd, r.replaced),
+                ),
+                Some(_) => (false, None),
             };
             if pending {
                 items.push(Item {
                     task: ti,
                     model: mi,
+                    replaces,
                 });
             }
         }
@@ -629,6 +642,7 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
         from_cache: false,
         attempts: 0,
         settings: ctx.config.run.generation(),
+        replaced: item.replaces,
     };
     let result = match provider.kind {
         ProviderKind::Files => files::answer(&ctx.suite, &model.model, &task.id),

@@ -647,7 +647,7 @@ fn output_cost(outputs: &[OutputBrief], model: &str) -> Option<f64> {
     outputs
         .iter()
         .filter(|o| o.model == model)
-        .map(|o| o.cost_usd)
+        .map(|o| crate::records::total_cost(o.cost_usd, o.replaced))
         .sum()
 }
 

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use super::format_usd;
 use crate::config::ModelConfig;
 use crate::judging::flip_rate;
-use crate::records::{ComparisonRecord, JudgmentRecord, JudgmentVerdict, OutputRecord, Status};
+use crate::records::{
+    ComparisonRecord, JudgmentRecord, JudgmentVerdict, OutputRecord, Status, total_cost,
+};
 
 #[derive(Debug, Default)]
 struct Row {
@@ -64,8 +66,16 @@ impl GenerationTally {
             // A failure too: its tokens may have been billed and are not known.
             row.without_usage += 1;
         }
-        row.cost_usd += r.cost_usd.unwrap_or(0.0);
-        row.uncosted += u64::from(r.cost_unknown());
+        // Failed records this one replaced were billed too (`--retry-failed`).
+        if let Some(earlier) = r.replaced {
+            row.input_tokens = row.input_tokens.saturating_add(earlier.usage.input_tokens);
+            row.output_tokens = row
+                .output_tokens
+                .saturating_add(earlier.usage.output_tokens);
+        }
+        let cost = r.total_cost();
+        row.cost_usd += cost.unwrap_or(0.0);
+        row.uncosted += u64::from(cost.is_none());
     }
 
     /// Why items of `models` failed, per model and error class, as one line (`None` when
@@ -193,8 +203,9 @@ pub fn compare_summary(
         let comps: Vec<&ComparisonRecord> =
             comparisons.iter().filter(|c| c.judge == *judge).collect();
         let flipped = comps.iter().filter(|c| c.flipped).count();
-        let known: f64 = mine.iter().filter_map(|j| j.cost_usd).sum();
-        let unknown = mine.iter().filter(|j| j.cost_usd.is_none()).count();
+        let costs = mine.iter().map(|j| total_cost(j.cost_usd, j.replaced));
+        let known: f64 = costs.clone().flatten().sum();
+        let unknown = costs.filter(Option::is_none).count();
         let calls_made = !mine.is_empty();
         table.push(vec![
             (*judge).to_string(),
@@ -320,6 +331,7 @@ mod tests {
                 style: "none".into(),
                 instruction: String::new(),
             },
+            replaced: None,
         }
     }
 
@@ -345,8 +357,38 @@ mod tests {
                 message: "m".into(),
                 http_status: None,
             }),
+            replaced: None,
             spent_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn costs_include_what_replaced_failures_were_billed() {
+        use crate::records::Replaced;
+        let earlier = Some(Replaced {
+            usage: Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+            },
+            cost_usd: Some(0.125),
+        });
+        let mut r = record("a", Status::Ok, Some(0.5));
+        r.replaced = earlier;
+        let mut tally = GenerationTally::default();
+        tally.add(&r);
+        let s = tally.render(&[model("a", true)]);
+        assert!(s.contains("$0.6250"), "{s}");
+        assert!(
+            s.contains("17") && s.contains(" 8 "),
+            "tokens 10+7 in, 5+3 out: {s}"
+        );
+        let paid = JudgmentRecord {
+            cost_usd: Some(0.25),
+            replaced: earlier,
+            ..failed_judgment()
+        };
+        let s = compare_summary(&["j"], &["j"], &[&paid], &NewCalls::default(), &[]);
+        assert!(s.lines().nth(1).unwrap().ends_with("$0.3750"), "{s}");
     }
 
     #[test]

@@ -759,11 +759,31 @@ fn retry_failed_asks_again_after_an_unparsable_verdict() {
         server.count() > asked,
         "the cached unparsable replies were asked again"
     );
+    let judgments = p.jsonl("runs/r/judgments.jsonl");
+    assert!(judgments.iter().all(|j| j["verdict"] != "failed"));
+    // Every request was billed (150 tokens at $1 per million): the records keep every one,
+    // also the unparsable calls that --retry-failed replaced.
+    let tokens: u64 = judgments
+        .iter()
+        .map(|j| {
+            let sum = |u: &serde_json::Value| {
+                u["input_tokens"].as_u64().unwrap_or(0) + u["output_tokens"].as_u64().unwrap_or(0)
+            };
+            sum(&j["usage"]) + sum(&j["replaced"]["usage"])
+        })
+        .sum();
+    assert_eq!(tokens, 150 * server.count() as u64);
+    let cost: f64 = judgments
+        .iter()
+        .map(|j| {
+            j["cost_usd"].as_f64().unwrap() + j["replaced"]["cost_usd"].as_f64().unwrap_or(0.0)
+        })
+        .sum();
     assert!(
-        p.jsonl("runs/r/judgments.jsonl")
-            .iter()
-            .all(|j| j["verdict"] != "failed")
+        (cost - 150e-6 * server.count() as f64).abs() < 1e-12,
+        "{cost}"
     );
+    assert!(judgments.iter().any(|j| j["replaced"].is_object()));
 }
 
 #[test]

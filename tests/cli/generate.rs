@@ -291,6 +291,41 @@ fn server_error_forever_is_a_failed_record_and_exit_1() {
     );
 }
 
+/// Regression: a failed output the provider billed (an empty reply, with usage) dropped out
+/// of the run's costs once `--retry-failed` replaced it.
+#[test]
+fn billed_failures_replaced_by_retry_failed_keep_their_cost() {
+    // Two empty replies (billed: usage 100 in, 50 out), then answers.
+    let server = FakeServer::start(|req, n| if n < 2 { Reply::ok("") } else { echo(req, n) });
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let generate = |extra: &[&str]| {
+        let mut args = vec!["generate", "--run", "r", "--model", "alpha"];
+        args.extend_from_slice(extra);
+        p.run(&args)
+    };
+    assert_eq!(generate(&[]).status.code(), Some(1));
+    assert_eq!(generate(&["--retry-failed"]).status.code(), Some(1));
+    let out = generate(&["--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 3);
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    assert_eq!(records.len(), 1);
+    let rec = &records[0];
+    assert_eq!(rec["status"], "ok");
+    // Each call: 100 × $1 + 50 × $2 per million tokens = $0.0002.
+    assert_eq!(rec["cost_usd"], 0.0002);
+    assert_eq!(rec["replaced"]["usage"]["input_tokens"], 200, "{rec}");
+    assert_eq!(rec["replaced"]["usage"]["output_tokens"], 100, "{rec}");
+    assert!(
+        (rec["replaced"]["cost_usd"].as_f64().unwrap() - 0.0004).abs() < 1e-12,
+        "{rec}"
+    );
+    // The run's totals count all three billed calls; this invocation spent one.
+    let s = text(&out);
+    assert!(s.contains("$0.0006"), "{s}");
+    assert!(s.contains("$0.0002 spent"), "{s}");
+}
+
 #[test]
 fn unauthorized_aborts_with_exit_3_naming_the_env_var() {
     let server = FakeServer::start(|_, _| {

@@ -11,9 +11,8 @@ pub(super) fn pending_calls(
     existing: &[JudgmentRecord],
     retry_failed: bool,
 ) -> Vec<Call> {
-    let mut done: BTreeMap<(&str, &str, &str, &str), bool> = BTreeMap::new();
+    let mut done: BTreeMap<(&str, &str, &str, &str), &JudgmentRecord> = BTreeMap::new();
     for r in existing {
-        let failed = matches!(r.verdict, JudgmentVerdict::Failed(_));
         done.insert(
             (
                 r.task.as_str(),
@@ -21,7 +20,7 @@ pub(super) fn pending_calls(
                 r.first.as_str(),
                 r.second.as_str(),
             ),
-            failed,
+            r,
         );
     }
     let mut calls = Vec::new();
@@ -37,19 +36,25 @@ pub(super) fn pending_calls(
                     }
                     for order in [Order::Ab, Order::Ba] {
                         let (first, second) = order.arrange((a.id.as_str(), b.id.as_str()));
-                        let retry = match done.get(&(task.id.as_str(), judge.id(), first, second)) {
-                            Some(false) => continue,
-                            Some(true) if !retry_failed => continue,
-                            Some(true) => true,
-                            None => false,
-                        };
+                        let replaces =
+                            match done.get(&(task.id.as_str(), judge.id(), first, second)) {
+                                None => None,
+                                Some(r) if !matches!(r.verdict, JudgmentVerdict::Failed(_)) => {
+                                    continue;
+                                }
+                                Some(_) if !retry_failed => continue,
+                                Some(r) => {
+                                    Some(Replaced::passed_on(r.usage, r.cost_usd, r.replaced))
+                                }
+                            };
                         calls.push(Call {
                             judge: ji,
                             task: ti,
                             model_a: a.id.clone(),
                             model_b: b.id.clone(),
                             order,
-                            retry,
+                            retry: replaces.is_some(),
+                            replaces: replaces.flatten(),
                         });
                     }
                 }
@@ -134,6 +139,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
         usage: None,
         cost_usd: None,
         error: None,
+        replaced: call.replaces,
         spent_usd: 0.0,
     };
     let prompt = match render_pairwise(&ctx.template, &input) {

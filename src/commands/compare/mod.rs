@@ -29,7 +29,7 @@ use crate::provider::http::HttpProvider;
 use crate::provider::{ChatRequest, ErrorClass, Message, to_wire};
 use crate::records::{
     ComparisonRecord, FailedMarker, JudgmentRecord, JudgmentVerdict, OutputRecord, RecordedError,
-    Status, Winner,
+    Replaced, Status, Winner,
 };
 use crate::report::progress::Progress;
 use crate::report::summary::compare_summary;
@@ -91,6 +91,8 @@ struct Call {
     /// A retry of a recorded failure (`--retry-failed`): asks the judge again even when its
     /// earlier reply is cached (an unparsable verdict comes from a cached, well-formed reply).
     retry: bool,
+    /// What the failed record it replaces passes on (its billed usage and cost).
+    replaces: Option<Replaced>,
 }
 
 struct Ctx {
