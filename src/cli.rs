@@ -166,7 +166,8 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// Run name (a folder under runs/). An existing run is resumed: only missing items are
-    /// requested. Default: `<suite>-<UTC yyyymmdd-hhmmss>`.
+    /// requested (`latest`: the most recently started run). Default: `<suite>-<UTC
+    /// yyyymmdd-hhmmss>`.
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
@@ -194,7 +195,8 @@ pub struct GenerateArgs {
 /// `judge compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The run to judge (a folder under runs/, made by `judge generate`).
+    /// The run to judge (a folder under runs/, made by `judge generate`; `latest`: the most
+    /// recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
 
@@ -221,7 +223,7 @@ pub struct CompareArgs {
 /// `judge check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The run whose outputs to check.
+    /// The run whose outputs to check (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
 
@@ -271,7 +273,8 @@ impl From<UnitArg> for crate::stats::BootstrapUnit {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["run", "comparisons"])))]
 pub struct RankArgs {
-    /// Rank the comparisons of this run (runs/<run>/comparisons.jsonl).
+    /// Rank the comparisons of this run (runs/<run>/comparisons.jsonl; `latest`: the most
+    /// recently started run).
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
@@ -342,8 +345,8 @@ pub struct RankArgs {
 /// `judge run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Run name (a folder under runs/); an existing run is resumed. Default:
-    /// `<suite>-<UTC yyyymmdd-hhmmss>`.
+    /// Run name (a folder under runs/); an existing run is resumed (`latest`: the most
+    /// recently started). Default: `<suite>-<UTC yyyymmdd-hhmmss>`.
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
@@ -398,7 +401,7 @@ pub struct LabelArgs {
     #[command(subcommand)]
     pub action: Option<LabelAction>,
 
-    /// The run to label (interactive session).
+    /// The run to label (interactive session; `latest`: the most recently started run).
     #[arg(long, value_name = "NAME")]
     pub run: Option<String>,
 
@@ -431,7 +434,7 @@ pub enum LabelAction {
 /// `judge label sample`.
 #[derive(Debug, Args)]
 pub struct LabelSampleArgs {
-    /// The run whose comparisons to sample.
+    /// The run whose comparisons to sample (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// How many items to draw (at least 1).
@@ -452,7 +455,7 @@ pub struct LabelSampleArgs {
 /// `judge label export`.
 #[derive(Debug, Args)]
 pub struct LabelExportArgs {
-    /// The run whose sample to export.
+    /// The run whose sample to export (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// Sheet format (CSV only).
@@ -474,7 +477,7 @@ pub enum SheetFormat {
 pub struct LabelImportArgs {
     /// The filled sheet (CSV with `item` and `choice` columns).
     pub file: PathBuf,
-    /// The run the sheet was exported from.
+    /// The run the sheet was exported from (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// Whose labels these are (letters, digits, . _ -, not starting with ., and not sample, agreement, judge or all).
@@ -485,7 +488,7 @@ pub struct LabelImportArgs {
 /// `judge label score`.
 #[derive(Debug, Args)]
 pub struct LabelScoreArgs {
-    /// The run whose labels to score.
+    /// The run whose labels to score (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]
     pub run: String,
     /// Bootstrap resamples for the kappa interval (at least 1000 unless
@@ -519,6 +522,29 @@ fn at_least_one(s: &str) -> Result<usize, String> {
         Err(e) => Err(e.to_string()),
     }
 }
+
+impl Command {
+    /// The `--run` value given to the command, if any (to resolve [`LATEST_RUN`]).
+    pub fn run_name_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Command::Generate(a) => a.run.as_mut(),
+            Command::Compare(a) => Some(&mut a.run),
+            Command::Check(a) => Some(&mut a.run),
+            Command::Rank(a) => a.run.as_mut(),
+            Command::Run(a) => a.run.as_mut(),
+            Command::Label(a) => match &mut a.action {
+                Some(LabelAction::Sample(a)) => Some(&mut a.run),
+                Some(LabelAction::Export(a)) => Some(&mut a.run),
+                Some(LabelAction::Import(a)) => Some(&mut a.run),
+                Some(LabelAction::Score(a)) => Some(&mut a.run),
+                None => a.run.as_mut(),
+            },
+        }
+    }
+}
+
+/// `--run latest`: the most recently started run under `runs/` (unless a run is named so).
+pub const LATEST_RUN: &str = "latest";
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,8 @@ use crate::cli::{Cli, Command};
 use crate::error::Outcome;
 
 /// Runs the parsed command line.
-pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
+pub fn dispatch(mut cli: Cli) -> anyhow::Result<Outcome> {
+    resolve_latest_run(&mut cli)?;
     match &cli.command {
         Command::Generate(args) => generate::run(&cli, args),
         Command::Compare(args) => compare::run(&cli, args),
@@ -21,6 +22,29 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Run(args) => run::run(&cli, args),
         Command::Label(args) => label::run(&cli, args),
     }
+}
+
+/// Replaces `--run latest` by the name of the most recently started run (by its manifest's
+/// `created_at`), and says which on stderr, so that every message and hint after names the
+/// run itself. A run named `latest` is that run.
+fn resolve_latest_run(cli: &mut Cli) -> anyhow::Result<()> {
+    let runs_dir = crate::config::project_root(&cli.config).join("runs");
+    let Some(name) = cli.command.run_name_mut() else {
+        return Ok(());
+    };
+    if name != crate::cli::LATEST_RUN || runs_dir.join(&name).is_dir() {
+        return Ok(());
+    }
+    let Some(latest) = crate::engine::run_dir::latest_run(&runs_dir)? else {
+        return Err(crate::error::JudgeError::usage(format!(
+            "--run latest names the most recently started run, and `{}` has none yet; start one with `judge run` or `judge generate`",
+            runs_dir.display()
+        ))
+        .into());
+    };
+    eprintln!("note: --run latest is run `{latest}` (the most recently started)");
+    *name = latest;
+    Ok(())
 }
 
 /// An existing run as [`load_run`] gives it (outputs read as `R`).

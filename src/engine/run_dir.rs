@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use anyhow::Context;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::write_atomic;
 use crate::error::JudgeError;
@@ -83,6 +83,43 @@ pub fn claim_fresh_run_name(runs_dir: &Path, base: &str) -> anyhow::Result<Strin
         }
     }
     unreachable!("some suffix is free")
+}
+
+/// The run under `runs_dir` started last: the greatest manifest `created_at` (UTC, so the text
+/// orders as the time), ties broken by name; `None` when no folder holds a readable manifest.
+pub fn latest_run(runs_dir: &Path) -> anyhow::Result<Option<String>> {
+    #[derive(Deserialize)]
+    struct Started {
+        created_at: String,
+    }
+    let entries = match std::fs::read_dir(runs_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(e).with_context(|| format!("failed to read `{}`", runs_dir.display()));
+        }
+    };
+    let mut best: Option<(String, String)> = None;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("failed to read `{}`", runs_dir.display()))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if validate_run_name(&name).is_err() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path().join("manifest.json")) else {
+            continue;
+        };
+        let Ok(started) = serde_json::from_str::<Started>(&text) else {
+            continue;
+        };
+        let candidate = (started.created_at, name);
+        if best.as_ref().is_none_or(|b| candidate > *b) {
+            best = Some(candidate);
+        }
+    }
+    Ok(best.map(|(_, name)| name))
 }
 
 /// Run names become folder names: letters, digits, `.`, `_`, `-`; not starting with `.`.

@@ -1207,3 +1207,37 @@ fn temp_files_left_by_a_killed_writer_are_removed() {
     }
     assert!(p.path().join("runs/r/outputs.jsonl").is_file());
 }
+
+#[test]
+fn run_latest_names_the_most_recently_started_run() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f")]));
+    p.write("suites/demo/answers/a/t01.md", "an answer");
+    let none = p.run(&["generate", "--run", "latest"]);
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(text(&none).contains("has none yet"), "{}", text(&none));
+    assert!(
+        !p.path().join("runs/latest").exists(),
+        "no run is named `latest`"
+    );
+    for run in ["older", "newer"] {
+        assert_eq!(p.run(&["generate", "--run", run]).status.code(), Some(0));
+    }
+    // Started the same second: the manifests' times decide, not the names.
+    let manifest = p.read("runs/older/manifest.json");
+    let later = manifest.replacen("\"created_at\": \"", "\"created_at\": \"9", 1);
+    assert_ne!(manifest, later);
+    p.write("runs/older/manifest.json", &later);
+    let out = p.run(&["generate", "--run", "latest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = text(&out);
+    assert!(s.contains("--run latest is run `older`"), "{s}");
+    assert!(s.contains("run `older`: 1 outputs"), "{s}");
+    // A run named `latest` is that run.
+    assert_eq!(
+        p.run(&["generate", "--run", "newer"]).status.code(),
+        Some(0)
+    );
+    std::fs::rename(p.path().join("runs/newer"), p.path().join("runs/latest")).unwrap();
+    let out = p.run(&["generate", "--run", "latest"]);
+    assert!(!text(&out).contains("--run latest is"), "{}", text(&out));
+}
