@@ -469,10 +469,6 @@ fn keep_recorded_prices(
     old: &Manifest,
     has_records: &dyn Fn(&str) -> bool,
 ) {
-    let price = |m: &ModelConfig| match (m.price_input_per_mtok, m.price_output_per_mtok) {
-        (Some(i), Some(o)) => format!("${i}/${o} per million input/output tokens"),
-        _ => "unpriced".to_string(),
-    };
     for m in models.iter_mut().filter(|m| has_records(&m.id)) {
         let Some(o) = old.models.iter().find(|o| o.id == m.id) else {
             continue;
@@ -482,9 +478,9 @@ fn keep_recorded_prices(
             eprintln!(
                 "note: judge.toml gives model `{}` {}, and run `{}` costed its outputs {}: the run keeps its price so that its costs add up; start a new run for the new price (the cache answers it without new calls)",
                 m.id,
-                price(m),
+                m.price_text(),
                 old.run,
-                price(o)
+                o.price_text()
             );
             (m.price_input_per_mtok, m.price_output_per_mtok) = recorded;
         }

@@ -161,6 +161,14 @@ impl ModelConfig {
         let (pi, po) = (self.price_input_per_mtok?, self.price_output_per_mtok?);
         Some((input_tokens as f64 * pi + output_tokens as f64 * po) / 1e6)
     }
+
+    /// The price as a note names it: `$1/$2 per million input/output tokens`, or `unpriced`.
+    pub fn price_text(&self) -> String {
+        match (self.price_input_per_mtok, self.price_output_per_mtok) {
+            (Some(i), Some(o)) => format!("${i}/${o} per million input/output tokens"),
+            _ => "unpriced".to_string(),
+        }
+    }
 }
 
 /// A named style preset, applied to every model alike.

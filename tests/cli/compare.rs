@@ -1398,3 +1398,47 @@ fn a_model_without_outputs_that_left_the_config_is_no_part_of_the_run() {
         serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
     assert_eq!(manifest["status"], "complete");
 }
+
+/// Regression: a judge repriced in judge.toml costed a run's later judgments at the new price
+/// and rewrote the recorded one, so one run's judging cost mixed two prices.
+#[test]
+fn a_repriced_judge_keeps_the_runs_price() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Task 1 gets no verdict until `fixed`.
+    let fixed = Arc::new(AtomicBool::new(false));
+    let flag = fixed.clone();
+    let server = FakeServer::start(move |req, n| {
+        if !flag.load(Ordering::SeqCst) && req.user_text().contains("Task number 1:") {
+            reply("I cannot decide.")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(1));
+    fixed.store(true, Ordering::SeqCst);
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &config.replace("per_mtok = 1.0", "per_mtok = 3.0"),
+    );
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("the run keeps its price"),
+        "{}",
+        text(&out)
+    );
+    // Every call: 100 + 50 tokens at the run's $1 per million.
+    for j in p.jsonl("runs/r/judgments.jsonl") {
+        let tokens = j["usage"]["input_tokens"].as_u64().unwrap()
+            + j["usage"]["output_tokens"].as_u64().unwrap();
+        let cost = j["cost_usd"].as_f64().unwrap();
+        assert!((cost - tokens as f64 * 1e-6).abs() < 1e-12, "{j}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+    let entry = &manifest["compare"]["judges"][0];
+    assert_eq!(entry["price_input_per_mtok"], 1.0, "{entry}");
+}

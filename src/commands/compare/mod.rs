@@ -47,7 +47,7 @@ pub(crate) use settings::{
     judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
     resolve_judges,
 };
-use settings::{missing_comparisons, record_compare_section};
+use settings::{keep_recorded_judge_prices, missing_comparisons, record_compare_section};
 
 /// The tool-owned judge template (DESIGN rule 8), compiled in so every install judges alike.
 pub const PAIRWISE_TEMPLATE: &str = include_str!("../../../prompts/pairwise.md");
@@ -136,6 +136,12 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         &inputs.judges,
         &judged_by(&existing),
     )?;
+    keep_recorded_judge_prices(
+        &mut inputs.judges,
+        &inputs.manifest,
+        inputs.run_dir.name(),
+        &judged_by(&existing),
+    );
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");

@@ -309,6 +309,55 @@ pub(super) fn record_compare_section(
     );
 }
 
+/// The price a run's judgments were costed at stays the run's, as a model's does (see
+/// `generate`): a judge of `judges` with judgments in the run (`judged`) whose price judge.toml
+/// has since changed takes the recorded price back, with a note, so that every judgment of the
+/// run is costed at one price. A new run takes the new price (the cache answers it at no
+/// cost).
+pub(crate) fn keep_recorded_judge_prices(
+    judges: &mut [Judge],
+    manifest: &Manifest,
+    run: &str,
+    judged: &BTreeSet<String>,
+) {
+    let Some(entries) = manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("judges"))
+        .and_then(|j| j.as_array())
+    else {
+        return;
+    };
+    for judge in judges {
+        let Judge::Llm(m) = judge else { continue };
+        if !judged.contains(&m.id) {
+            continue;
+        }
+        // Entries written before judges were recorded whole know no price.
+        let Some(entry) = entries.iter().find(|e| {
+            e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()) && e.get("model").is_some()
+        }) else {
+            continue;
+        };
+        let field = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
+        let recorded = ModelConfig {
+            price_input_per_mtok: field("price_input_per_mtok"),
+            price_output_per_mtok: field("price_output_per_mtok"),
+            ..m.clone()
+        };
+        let price = |c: &ModelConfig| (c.price_input_per_mtok, c.price_output_per_mtok);
+        if price(&recorded) != price(m) {
+            eprintln!(
+                "note: judge.toml gives judge `{}` {}, and run `{run}` costed its judgments {}: the run keeps its price so that its costs add up; judge into a new run for the new price (the cache answers it without new calls)",
+                m.id,
+                m.price_text(),
+                recorded.price_text()
+            );
+            (m.price_input_per_mtok, m.price_output_per_mtok) = price(&recorded);
+        }
+    }
+}
+
 /// The judges that are models (every judge but `exec`).
 pub(crate) fn llm_judges(judges: &[Judge]) -> Vec<&ModelConfig> {
     judges
