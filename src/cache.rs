@@ -79,7 +79,13 @@ impl Cache {
         let answers_key = entry.get("cache_format")? == CACHE_FORMAT
             && entry.get("key")?.as_str()? == key.0
             && cache_key(entry.get("request")?).0 == key.0;
-        answers_key.then(|| entry.get("response").cloned())?
+        let response = entry.get("response")?;
+        // Entries written before responses carried their digest are taken as they are.
+        let intact = match entry.get("response_sha256") {
+            None => true,
+            Some(digest) => digest.as_str() == Some(response_digest(response).as_str()),
+        };
+        (answers_key && intact).then(|| response.clone())
     }
 
     /// Stores a response atomically (temp file + rename), next to its canonical request.
@@ -90,6 +96,7 @@ impl Cache {
             "key": key.0,
             "request": canonical,
             "response": response,
+            "response_sha256": response_digest(response),
         });
         let bytes = serde_json::to_vec_pretty(&entry)?;
         write_atomic(&path, &bytes).with_context(|| {
@@ -99,6 +106,12 @@ impl Cache {
             )
         })
     }
+}
+
+/// SHA-256 of a response as compact JSON (object keys sorted): an entry whose response was
+/// edited no longer matches it and is a miss.
+fn response_digest(response: &Value) -> String {
+    crate::sha256_hex(&response.to_string())
 }
 
 /// Writes `bytes` to `path` via a uniquely named temp file in the same directory and a rename,
@@ -374,6 +387,13 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec(&edited).expect("json")).expect("write");
         assert_eq!(cache.get(&key), None, "a key edited to match");
         assert_eq!(cache.get(&other_key), Some(json!({"other": true})));
+        // An edited response is a miss too.
+        let other_path = cache.entry_path(&other_key);
+        let mut tampered: Value =
+            serde_json::from_slice(&std::fs::read(&other_path).expect("read")).expect("json");
+        tampered["response"]["other"] = json!(false);
+        std::fs::write(&other_path, serde_json::to_vec(&tampered).expect("json")).expect("write");
+        assert_eq!(cache.get(&other_key), None, "a response edited");
         std::fs::write(&path, b"{\"cache_format\": 1, \"resp").expect("write");
         assert_eq!(cache.get(&key), None);
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use crate::cache::Cache;
 use crate::cli::{Cli, GenerateArgs};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
-use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
+use crate::engine::calls::{CacheUse, build_http_providers, cached_call, run_recorded};
 use crate::engine::manifest::{Manifest, SuiteInfo, read_manifest, resume_conflict};
 use crate::engine::run_dir::{
     RunDir, claim_fresh_run_name, compact_jsonl, for_each_jsonl, read_jsonl_repairing,
@@ -648,7 +648,12 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
                 provider,
                 &chat_request(&ctx.config, &ctx.suite, task, &model.model),
             );
-            let call = cached_call(&ctx.cache, http, &wire, 1, ctx.refresh, &ctx.stop).await?;
+            let use_ = CacheUse {
+                attempt: 1,
+                refresh: ctx.refresh,
+                verdict: false,
+            };
+            let call = cached_call(&ctx.cache, http, &wire, use_, &ctx.stop).await?;
             record.cache_key = Some(call.cache_key);
             record.from_cache = call.from_cache;
             record.attempts = call.attempts;

@@ -24,16 +24,65 @@ pub struct CallResult {
     pub attempts: u32,
 }
 
-/// Calls `http` with `request` (attempt number `attempt` is part of the cache key). `None` when
-/// the item did not finish because the run is stopping (it is retried on resume); a failure
-/// that affects every item (auth, quota, unknown model, unwritable cache) stops the run.
-/// A reply that cannot be cached is not used either: a rerun asks again.
+/// How a call uses the cache.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheUse {
+    /// The attempt number, part of the cache key (a judge's retry is a new call).
+    pub attempt: u32,
+    /// Ask again even when an entry exists (`--refresh`, `--retry-failed`); an entry this
+    /// process wrote is still used (an identical request of the same invocation).
+    pub refresh: bool,
+    /// A judge's call: an empty reply is a reply without a verdict (DESIGN §2.7), cached like
+    /// any unparsable one so that a rerun asks nothing. A generation's empty reply is a failed
+    /// output, and failures are not cached.
+    pub verdict: bool,
+}
+
+/// Requests in flight or answered by this process, by cache key: identical requests wait for
+/// the first and take its reply, so that the cache holds the reply every one of them used
+/// and a repeat run reproduces them (two tasks with the same prompt, two judge ids on one
+/// model). Only keys asked with `refresh` are remembered once answered.
+static IN_FLIGHT: std::sync::LazyLock<std::sync::Mutex<InFlight>> =
+    std::sync::LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct InFlight {
+    locks: std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// Keys this process wrote on a refresh: a later identical refresh takes that reply.
+    refreshed: std::collections::HashSet<String>,
+}
+
+fn in_flight() -> std::sync::MutexGuard<'static, InFlight> {
+    IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The lock of one key.
+fn key_lock(key: &str) -> Arc<tokio::sync::Mutex<()>> {
+    in_flight()
+        .locks
+        .entry(key.to_string())
+        .or_default()
+        .clone()
+}
+
+/// Drops the lock of `key` once nobody else holds or awaits it (the map holds one reference,
+/// `held` the other).
+fn release_key(key: &str, held: Arc<tokio::sync::Mutex<()>>) {
+    let mut map = in_flight();
+    if Arc::strong_count(&held) <= 2 {
+        map.locks.remove(key);
+    }
+}
+
+/// Calls `http` with `request` through the cache (see [`CacheUse`]). `None` when the item did
+/// not finish because the run is stopping (it is retried on resume); a failure that affects
+/// every item (auth, quota, unknown model, unwritable cache) stops the run. A reply that
+/// cannot be cached is not used either: a rerun asks again.
 pub async fn cached_call(
     cache: &Cache,
     http: &HttpProvider,
     request: &WireRequest,
-    attempt: u32,
-    refresh: bool,
+    use_: CacheUse,
     stop: &Arc<Stop>,
 ) -> Option<CallResult> {
     let base_url = http.config().base_url.as_deref().unwrap_or_default();
@@ -43,9 +92,52 @@ pub async fn cached_call(
         base_url,
         &request.path,
         &request.body,
-        attempt,
+        use_.attempt,
     );
     let key = cache_key(&canonical);
+    let lock = key_lock(key.as_str());
+    let result = {
+        let _held = lock.lock().await;
+        // Checked once the lock is held: a refresh this one waited for has answered it.
+        let refresh = use_.refresh && !in_flight().refreshed.contains(key.as_str());
+        let result = call_locked(
+            cache,
+            http,
+            request,
+            (&key, &canonical),
+            use_,
+            refresh,
+            stop,
+        )
+        .await;
+        if refresh && result.as_ref().is_some_and(|r| !r.from_cache) {
+            in_flight().refreshed.insert(key.as_str().to_string());
+        }
+        result
+    };
+    release_key(key.as_str(), lock);
+    result
+}
+
+/// [`cached_call`] once the key's lock is held.
+async fn call_locked(
+    cache: &Cache,
+    http: &HttpProvider,
+    request: &WireRequest,
+    (key, canonical): (&crate::cache::CacheKey, &Value),
+    use_: CacheUse,
+    refresh: bool,
+    stop: &Arc<Stop>,
+) -> Option<CallResult> {
+    let kind = http.config().kind;
+    // What may be cached: a reply, or (for a judge) an empty one.
+    let cacheable = |parsed: Result<ChatReply, ProviderError>| match parsed {
+        Ok(reply) => Some(Ok(reply)),
+        Err(e) if use_.verdict && e.class == crate::provider::ErrorClass::EmptyOutput => {
+            Some(Err(e))
+        }
+        Err(_) => None,
+    };
     let mut result = CallResult {
         reply: Err(ProviderError::new(
             crate::provider::ErrorClass::Network,
@@ -57,15 +149,15 @@ pub async fn cached_call(
     };
     if !refresh
         && let Some(reply) = cache
-            .get(&key)
+            .get(key)
             .map(|mut v| {
                 // An entry cached before replies were redacted may still hold the key.
                 http.redact_value(&mut v);
                 v
             })
-            .and_then(|v| parse_reply_value(kind, &v).ok())
+            .and_then(|v| cacheable(parse_reply_value(kind, &v)))
     {
-        result.reply = Ok(reply);
+        result.reply = reply;
         result.from_cache = true;
         return Some(result);
     }
@@ -77,11 +169,14 @@ pub async fn cached_call(
         .post_json(request, &move || s.is_stopping(), stop.deadline())
         .await;
     result.attempts = attempts;
-    let parse = |bytes: &[u8]| -> Result<(ChatReply, Value), ProviderError> {
+    let parse = |bytes: &[u8]| -> Result<(Result<ChatReply, ProviderError>, Value), ProviderError> {
         let value: Value = serde_json::from_slice(bytes).map_err(|_| {
             parse_reply(kind, bytes).expect_err("bytes that are not JSON never parse")
         })?;
-        parse_reply_value(kind, &value).map(|reply| (reply, value))
+        match cacheable(parse_reply_value(kind, &value)) {
+            Some(reply) => Ok((reply, value)),
+            None => Err(parse_reply_value(kind, &value).expect_err("not cacheable: an error")),
+        }
     };
     // A body that is no reply is told from with a short key taken out too (replies keep it,
     // see `redact_error_body`), since the error quotes it.
@@ -89,11 +184,11 @@ pub async fn cached_call(
         sent.and_then(|bytes| parse(&bytes).or_else(|_| parse(&http.redact_error_body(&bytes))));
     match parsed {
         Ok((reply, value)) => {
-            if let Err(e) = cache.put(&key, &canonical, &value) {
+            if let Err(e) = cache.put(key, canonical, &value) {
                 stop.request(StopReason::Io(format!("{e:#}")));
                 return None;
             }
-            result.reply = Ok(reply);
+            result.reply = reply;
             Some(result)
         }
         Err(e) if e.class.is_fatal() => {

@@ -1442,3 +1442,62 @@ fn a_repriced_judge_keeps_the_runs_price() {
     let entry = &manifest["compare"]["judges"][0];
     assert_eq!(entry["price_input_per_mtok"], 1.0, "{entry}");
 }
+
+/// Regression: identical requests in flight at once (two judge ids on one model) each got a
+/// reply of their own and the cache kept one, so a repeat run reproduced neither run's
+/// verdicts. They now share the first's reply.
+#[test]
+fn identical_judge_requests_share_one_reply() {
+    // A different verdict on every request.
+    let server = FakeServer::start(|_, n| {
+        reply(if n % 2 == 0 {
+            "VERDICT: 1"
+        } else {
+            "VERDICT: 2"
+        })
+    });
+    let p = project(&server.url, "judge-labs");
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &format!(
+            "{config}\n[[judges]]\nid = \"judge-1b\"\nprovider = \"judges\"\nmodel = \"judge-model\"\nfamily = \"judge-labs\"\n"
+        ),
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 6, "one request per distinct call");
+    let verdicts = |run: &str, judge: &str| {
+        p.jsonl(&format!("runs/{run}/judgments.jsonl"))
+            .into_iter()
+            .filter(|j| j["judge"] == judge)
+            .map(|j| (j["task"].clone(), j["order"].clone(), j["verdict"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts("r", "judge-1"), verdicts("r", "judge-1b"));
+    // A repeat run asks nothing and reproduces them.
+    assert_eq!(p.run(&["generate", "--run", "r2"]).status.code(), Some(0));
+    assert_eq!(p.run(&["compare", "--run", "r2"]).status.code(), Some(0));
+    assert_eq!(server.count(), 6);
+    assert_eq!(verdicts("r", "judge-1"), verdicts("r2", "judge-1"));
+}
+
+/// Regression: a judge's empty reply (unparsable, DESIGN §2.7) was not cached, so every repeat
+/// run paid for it again, and a call whose first attempt was asked again counted as cached.
+#[test]
+fn empty_judge_replies_are_cached_like_unparsable_ones() {
+    let server = FakeServer::start(|_, _| Reply::ok(""));
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(1));
+    assert_eq!(server.count(), 12, "two attempts per call");
+    assert_eq!(p.run(&["generate", "--run", "r2"]).status.code(), Some(0));
+    let out = p.run(&["compare", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 12, "a repeat run asks nothing");
+    let judgments = p.jsonl("runs/r2/judgments.jsonl");
+    assert!(
+        judgments
+            .iter()
+            .all(|j| j["from_cache"] == true && j["raw"] == "")
+    );
+}

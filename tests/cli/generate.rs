@@ -1241,3 +1241,30 @@ fn run_latest_names_the_most_recently_started_run() {
     let out = p.run(&["generate", "--run", "latest"]);
     assert!(!text(&out).contains("--run latest is"), "{}", text(&out));
 }
+
+/// Regression: two tasks with the same prompt sent at once each got an answer of their own
+/// while the cache kept one, so a repeat run gave both the same answer (and a different
+/// leaderboard). Identical requests now share the first's reply.
+#[test]
+fn identical_requests_in_flight_share_one_reply() {
+    let server = FakeServer::start(|_, n| Reply::ok(&format!("answer number {n}")));
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    p.write(
+        "suites/demo/tasks/t02/prompt.md",
+        "Task number 1: write f1().",
+    );
+    assert_eq!(p.run(&["generate", "--run", "a"]).status.code(), Some(0));
+    assert_eq!(server.count(), 2, "one request per model");
+    let texts = |run: &str| {
+        p.jsonl(&format!("runs/{run}/outputs.jsonl"))
+            .iter()
+            .map(|r| (r["model"].clone(), r["text"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let a = texts("a");
+    // Sorted by task, then model: t01 alpha, t01 beta, t02 alpha, t02 beta.
+    assert_eq!((&a[0], &a[1]), (&a[2], &a[3]), "t01 and t02 alike");
+    assert_eq!(p.run(&["generate", "--run", "b"]).status.code(), Some(0));
+    assert_eq!(server.count(), 2);
+    assert_eq!(texts("b"), a);
+}

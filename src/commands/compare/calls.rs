@@ -166,10 +166,16 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     let mut usage_known = true;
     for attempt in 1..=2 {
         let refresh = ctx.refresh || call.retry;
-        let result = cached_call(&ctx.cache, http, &wire, attempt, refresh, &ctx.stop).await?;
+        let use_ = CacheUse {
+            attempt,
+            refresh,
+            verdict: true,
+        };
+        let result = cached_call(&ctx.cache, http, &wire, use_, &ctx.stop).await?;
         record.attempts = attempt;
         record.cache_key = Some(result.cache_key);
-        record.from_cache = result.from_cache;
+        // Answered from the cache only when every attempt was.
+        record.from_cache = result.from_cache && (attempt == 1 || record.from_cache);
         // Every attempt's tokens, a failed one's too when the provider said (it was billed).
         let billed = match &result.reply {
             Ok(reply) => reply.usage,

@@ -14,7 +14,7 @@ use crate::cache::Cache;
 use crate::cli::{Cli, CompareArgs};
 use crate::commands::check::{CHECKS_FILE, CheckRecord, CheckTable, ensure_checks, sandbox_policy};
 use crate::config::{Config, ModelConfig, ProviderKind, load_config};
-use crate::engine::calls::{build_http_providers, cached_call, run_recorded};
+use crate::engine::calls::{CacheUse, build_http_providers, cached_call, run_recorded};
 use crate::engine::manifest::Manifest;
 use crate::engine::run_dir::{RunDir, read_jsonl_repairing, write_json_atomic, write_jsonl_atomic};
 use crate::engine::scheduler::{Group, Stop, StopReason};
