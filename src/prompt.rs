@@ -499,15 +499,24 @@ fn validate_placeholders(found: &[Found]) -> Result<(), PromptError> {
 }
 
 /// Derives the fence nonce for one judge call: the first [`NONCE_HEX_LEN`] lowercase hex digits
-/// of a SHA-256 over the seed, the task id, the pair of model ids as recorded (`model_a`,
-/// `model_b`) and the ordering. Each string is length-prefixed, so no two inputs share an
-/// encoding. The same inputs always give the same nonce; it reveals none of them.
+/// of a SHA-256 over the seed, the task's text and the two answers in the order shown, and
+/// the ordering only when the answers are equal (so that both orderings stay two calls).
+/// Each string is length-prefixed, so no two inputs share an encoding.
+///
+/// The nonce, and so the request, depends only on what the judge is shown: renaming or
+/// reordering models or tasks asks nothing again. An answer cannot carry its own call's
+/// nonce, which is a hash over that answer; it reveals none of its inputs.
 #[must_use]
-pub fn fence_nonce(seed: u64, task: &str, pair: (&str, &str), order: Order) -> String {
+pub fn fence_nonce(seed: u64, task: &str, answers: (&str, &str), order: Order) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(b"judge/fence-nonce/v1\0");
+    hasher.update(b"judge/fence-nonce/v2\0");
     hasher.update(seed.to_le_bytes());
-    for field in [task, pair.0, pair.1, order.as_str()] {
+    let order = if answers.0 == answers.1 {
+        order.as_str()
+    } else {
+        ""
+    };
+    for field in [task, answers.0, answers.1, order] {
         hasher.update((field.len() as u64).to_le_bytes());
         hasher.update(field.as_bytes());
     }

@@ -257,22 +257,31 @@ fn fence_nonce_is_deterministic_short_hex() {
 }
 
 #[test]
-fn fence_nonce_changes_with_every_input() {
-    let base = fence_nonce(7, "task-1", ("model-a", "model-b"), Order::Ab);
+fn fence_nonce_changes_with_what_the_judge_is_shown() {
+    let base = fence_nonce(7, "task-1", ("answer a", "answer b"), Order::Ab);
     let variants = [
-        fence_nonce(8, "task-1", ("model-a", "model-b"), Order::Ab),
-        fence_nonce(7, "task-2", ("model-a", "model-b"), Order::Ab),
-        fence_nonce(7, "task-1", ("model-c", "model-b"), Order::Ab),
-        fence_nonce(7, "task-1", ("model-a", "model-c"), Order::Ab),
-        fence_nonce(7, "task-1", ("model-b", "model-a"), Order::Ab),
-        fence_nonce(7, "task-1", ("model-a", "model-b"), Order::Ba),
-        fence_nonce(7, "task-1model-a", ("", "model-b"), Order::Ab),
+        fence_nonce(8, "task-1", ("answer a", "answer b"), Order::Ab),
+        fence_nonce(7, "task-2", ("answer a", "answer b"), Order::Ab),
+        fence_nonce(7, "task-1", ("answer c", "answer b"), Order::Ab),
+        fence_nonce(7, "task-1", ("answer a", "answer c"), Order::Ab),
+        fence_nonce(7, "task-1", ("answer b", "answer a"), Order::Ab),
+        fence_nonce(7, "task-1answer a", ("", "answer b"), Order::Ab),
     ];
     for variant in variants {
         assert_ne!(variant, base);
     }
     let split_1 = fence_nonce(0, "t", ("ab", "c"), Order::Ab);
     assert_ne!(split_1, fence_nonce(0, "t", ("a", "bc"), Order::Ab));
+    // The same answers shown the other way round are another call; the ordering's label only
+    // matters when the answers are equal (both orderings stay two calls).
+    assert_eq!(
+        base,
+        fence_nonce(7, "task-1", ("answer a", "answer b"), Order::Ba)
+    );
+    assert_ne!(
+        fence_nonce(7, "task-1", ("same", "same"), Order::Ab),
+        fence_nonce(7, "task-1", ("same", "same"), Order::Ba)
+    );
 }
 
 #[test]

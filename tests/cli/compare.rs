@@ -1501,3 +1501,30 @@ fn empty_judge_replies_are_cached_like_unparsable_ones() {
             .all(|j| j["from_cache"] == true && j["raw"] == "")
     );
 }
+
+/// Regression: the fence nonce hashed the model ids in judge.toml's order, so reordering or
+/// renaming models asked every judge call again (and a submitter who knew the seed could
+/// write the nonce into an answer and make its comparisons fail). It now hashes what the judge
+/// is shown.
+#[test]
+fn reordering_or_renaming_models_asks_the_judge_nothing_again() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let asked = server.count();
+    assert_eq!(asked, 6);
+    let config = p.read("judge.toml");
+    let (zeta, rest) = config
+        .split_once("[[models]]\nid = \"omega3\"")
+        .expect("omega3 after zeta7");
+    let (_, zeta_block) = zeta.split_once("[[models]]").expect("zeta7's block");
+    let head = zeta.split_once("[[models]]").expect("head").0;
+    let (omega_block, judges) = rest.split_once("[[judges]]").expect("judges");
+    let reordered = format!(
+        "{head}[[models]]\nid = \"omega3-renamed\"{omega_block}[[models]]{zeta_block}[[judges]]{judges}"
+    );
+    p.write("judge.toml", &reordered);
+    let out = p.run(&["run", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), asked, "the same questions, from the cache");
+}

@@ -110,12 +110,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
             .expect("ok outputs have text")
     };
     let (answer_1, answer_2) = (text_of(first), text_of(second));
-    let nonce = fence_nonce(
-        ctx.seed,
-        &task.id,
-        (&call.model_a, &call.model_b),
-        call.order,
-    );
+    let nonce = fence_nonce(ctx.seed, &task.prompt, (&answer_1, &answer_2), call.order);
     let input = PairwiseInput {
         task: &task.prompt,
         answer_1: &answer_1,
