@@ -194,6 +194,19 @@ pub fn resume_conflict(
                 place(now)
             ));
         }
+        // The token cap under another field name is another request (a reasoning model can
+        // spend it otherwise): the run's answers would not all have had the same settings.
+        if answered && then.token_limit_field != now.token_limit_field {
+            return Some(format!(
+                "provider `{}` of model `{}` sent the token cap as `{}` in run `{}`, now as `{}`; every model of a run gets the same request: restore `token_limit_field = \"{}\"`, or start a new run",
+                m.provider,
+                m.id,
+                then.token_limit_field.as_str(),
+                old.run,
+                now.token_limit_field.as_str(),
+                then.token_limit_field.as_str()
+            ));
+        }
     }
     None
 }

@@ -1268,3 +1268,25 @@ fn identical_requests_in_flight_share_one_reply() {
     assert_eq!(server.count(), 2);
     assert_eq!(texts("b"), a);
 }
+
+/// Regression: a resume after changing a provider's `token_limit_field` was accepted, so one
+/// run's models got the cap under two field names.
+#[test]
+fn resuming_with_another_token_limit_field_is_refused() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(1, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    p.write(
+        "judge.toml",
+        &config(&server.url, "token_limit_field = \"max_completion_tokens\""),
+    );
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("sent the token cap as `max_tokens`"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 1);
+}
