@@ -177,7 +177,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
                 .iter()
                 .find(|m| m.id == rec.model)
                 .expect("records name selected models");
-            let spent = (!rec.from_cache).then_some(rec.cost_usd).flatten();
+            // Nothing is spent on a cache hit or a `files` answer (no request: no key).
+            let asked = !rec.from_cache && rec.cache_key.is_some();
+            let spent = if asked { rec.cost_usd } else { Some(0.0) };
             progress.item_done(
                 rec.from_cache,
                 rec.status == Status::Failed,
@@ -350,6 +352,7 @@ impl Invocation {
     fn add(&mut self, r: &OutputRecord) {
         self.items += 1;
         self.hits += usize::from(r.from_cache);
+        // A cache hit spends nothing; a `files` answer's cost is unknown (never "$0.00").
         if !r.from_cache {
             self.spent_usd += r.cost_usd.unwrap_or(0.0);
             self.uncosted += usize::from(r.cost_unknown());

@@ -7,13 +7,22 @@ pub mod leaderboard;
 pub mod progress;
 pub mod summary;
 
-/// Formats a dollar amount: `$0.0123`, `$12.35`.
+/// Formats a dollar amount: `$0.0123`, `$12.35`, and a known cost too small for four
+/// decimals with two significant digits (`$0.000027`), so that it never reads as `$0.0000`.
 pub fn format_usd(x: f64) -> String {
     let x = x + 0.0; // turns -0.0 (the sum of nothing) into 0.0
-    if x != 0.0 && x.abs() < 1.0 {
+    if x == 0.0 || x.abs() >= 1.0 {
+        format!("${x:.2}")
+    } else if x.abs() >= 0.000_05 {
         format!("${x:.4}")
     } else {
-        format!("${x:.2}")
+        // Decimals up to the second significant digit.
+        let decimals = (-x.abs().log10()).floor() as usize + 2;
+        if decimals <= 12 {
+            format!("${x:.decimals$}")
+        } else {
+            format!("${x:.1e}")
+        }
     }
 }
 
@@ -348,5 +357,24 @@ mod tests {
         assert_eq!(md_cell("![i][r] R&D"), "![i\\][r] R\\&D");
         let table = render_markdown(&["model"], &[vec!["x|y".into()]]);
         assert_eq!(table, "| model |\n|---|\n| x\\|y |\n");
+    }
+
+    #[test]
+    fn small_known_costs_never_read_as_zero() {
+        assert_eq!(format_usd(0.0), "$0.00");
+        assert_eq!(format_usd(-0.0), "$0.00");
+        assert_eq!(format_usd(12.345), "$12.35");
+        assert_eq!(format_usd(0.0123), "$0.0123");
+        assert_eq!(format_usd(0.000_027), "$0.000027");
+        assert_eq!(format_usd(0.000_001_34), "$0.0000013");
+        assert_eq!(format_usd(3e-15), "$3.0e-15");
+        for x in [1e-4, 4.9e-5, 1e-5, 1e-6, 7.7e-9, 1e-12] {
+            let s = format_usd(x);
+            assert!(
+                s.trim_start_matches(['$', '0', '.'])
+                    .starts_with(|c: char| c.is_ascii_digit()),
+                "{x} → {s}"
+            );
+        }
     }
 }

@@ -14,6 +14,8 @@ struct Counts {
     failed: u64,
     cost_usd: f64,
     unpriced: bool,
+    /// Priced items whose spending is unknown (no usage came back).
+    unknown: u64,
 }
 
 /// Progress of a batch of items.
@@ -43,19 +45,27 @@ impl Progress {
         }
     }
 
-    /// One item finished.
-    pub fn item_done(&self, cached: bool, failed: bool, cost_usd: Option<f64>, priced: bool) {
+    /// One item finished, having spent `spent_usd` now (`Some(0.0)` for an answer from the
+    /// cache or from disk; `None` when unknown: unpriced, or no usage came back).
+    pub fn item_done(&self, cached: bool, failed: bool, spent_usd: Option<f64>, priced: bool) {
         let mut c = self.counts.lock().expect("progress lock is never poisoned");
         c.cached += u64::from(cached);
         c.failed += u64::from(failed);
-        c.cost_usd += cost_usd.unwrap_or(0.0);
+        c.cost_usd += spent_usd.unwrap_or(0.0);
         c.unpriced |= !priced;
-        let cost = format_usd(c.cost_usd) + if c.unpriced { " + unpriced" } else { "" };
+        c.unknown += u64::from(priced && spent_usd.is_none());
+        let cost = spending(c.cost_usd, c.unpriced, c.unknown);
         self.bar.set_message(format!(
             "· cache hits {} · failed {} · {cost}",
             c.cached, c.failed
         ));
         self.bar.inc(1);
+    }
+
+    /// The bar's message so far (for tests).
+    #[cfg(test)]
+    fn message(&self) -> String {
+        self.bar.message()
     }
 
     /// Prints a line above the bar (or plainly when hidden).
@@ -70,5 +80,41 @@ impl Progress {
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// What the bar says was spent: an unknown part is never shown as $0.
+fn spending(known_usd: f64, unpriced: bool, unknown: u64) -> String {
+    let mut s = format_usd(known_usd);
+    if unpriced {
+        s.push_str(" + unpriced");
+    }
+    if unknown > 0 {
+        s.push_str(&format!(" + {unknown} unknown"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_spending_is_never_shown_as_zero_dollars() {
+        let p = Progress::new(3, true, "t");
+        p.item_done(true, false, Some(0.0), true);
+        assert!(p.message().ends_with("$0.00"), "{}", p.message());
+        p.item_done(false, false, None, true);
+        assert!(
+            p.message().ends_with("$0.00 + 1 unknown"),
+            "{}",
+            p.message()
+        );
+        p.item_done(false, false, None, false);
+        assert!(
+            p.message().ends_with("$0.00 + unpriced + 1 unknown"),
+            "{}",
+            p.message()
+        );
     }
 }

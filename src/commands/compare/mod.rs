@@ -224,7 +224,8 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         move |call| judge_call(work_ctx.clone(), call),
         |rec: JudgmentRecord| {
             let failed = matches!(rec.verdict, JudgmentVerdict::Failed(_));
-            let spent = Some(rec.spent_usd);
+            // Unknown when a call made now gave no usage (the record's usage is then null).
+            let spent = (rec.from_cache || rec.usage.is_some()).then_some(rec.spent_usd);
             let priced = ctx
                 .judges
                 .iter()
