@@ -1005,6 +1005,22 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
     );
     let out = in_terminal("amy", &["\x03"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Arrow and function keys label nothing (Down, `ESC [ B`, was read as `b`, both bad).
+    let out = in_terminal(
+        "ann",
+        &["\x1b[B", "\x1b[2~", "\x1bOS", "\x1b[15~", "\x1b", "q"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !p.path().join("runs/r/labels/ann.jsonl").exists(),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("arrow and function keys do nothing here"),
+        "{}",
+        text(&out)
+    );
     let out = p.run(&["label", "score", "--run", "r", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!text(&out).contains("amy"), "{}", text(&out));

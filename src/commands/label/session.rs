@@ -35,7 +35,13 @@ pub(super) const KEYS_HELP: &str = "Which answer is better?  1 · 2 · t tie · 
 pub(super) struct Keys {
     tty: Option<TtyMode>,
     stdin: std::io::StdinLock<'static>,
+    /// A key read while looking for the end of an escape sequence (a lone Esc, then a key).
+    pending: Option<u8>,
 }
+
+/// What [`Keys::next`] returns for an arrow, function or other escape-sequence key: none of
+/// them labels (the last byte of Down, `ESC [ B`, was read as `b`, "both bad").
+pub(super) const ESCAPE_KEY: char = '\u{1b}';
 
 /// Restores the terminal mode on drop.
 pub(super) struct TtyMode {
@@ -55,20 +61,56 @@ impl Keys {
     fn new() -> Self {
         let stdin = std::io::stdin().lock();
         let tty = std::io::stdin().is_terminal().then(enter_cbreak).flatten();
-        Keys { tty, stdin }
+        Keys {
+            tty,
+            stdin,
+            pending: None,
+        }
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        if let Some(b) = self.pending.take() {
+            return Some(b);
+        }
+        let mut b = [0u8; 1];
+        match std::io::Read::read(&mut self.stdin, &mut b) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(b[0]),
+        }
+    }
+
+    /// Reads the rest of an escape sequence after its ESC: `ESC [` parameters and a final
+    /// byte (0x40–0x7E), or `ESC O` and one byte. Any other byte after ESC is a key of its own,
+    /// kept for the next read.
+    fn skip_escape(&mut self) {
+        match self.byte() {
+            Some(b'[') => {
+                while let Some(b) = self.byte() {
+                    if (0x40..=0x7e).contains(&b) {
+                        break;
+                    }
+                }
+            }
+            Some(b'O') => {
+                let _ = self.byte();
+            }
+            other => self.pending = other,
+        }
     }
 
     fn next(&mut self) -> Option<char> {
         if self.tty.is_some() {
-            let mut b = [0u8; 1];
             loop {
-                match std::io::Read::read(&mut self.stdin, &mut b) {
-                    Ok(0) | Err(_) => return None,
-                    Ok(_) if b[0].is_ascii_whitespace() => continue,
+                match self.byte()? {
+                    b if b.is_ascii_whitespace() => continue,
                     // Ctrl-C, Ctrl-D, Ctrl-backslash and Ctrl-Z quit, every label so far saved
                     // (with signals off, the session cannot be suspended).
-                    Ok(_) if matches!(b[0], 0x03 | 0x04 | 0x1a | 0x1c) => return Some('q'),
-                    Ok(_) => return Some(b[0] as char),
+                    0x03 | 0x04 | 0x1a | 0x1c => return Some('q'),
+                    0x1b => {
+                        self.skip_escape();
+                        return Some(ESCAPE_KEY);
+                    }
+                    b => return Some(b as char),
                 }
             }
         }
@@ -250,7 +292,16 @@ pub(super) fn session(
             k => match Choice::parse(&k.to_string()) {
                 Some(c) => c,
                 None => {
-                    writeln!(out, "unknown key `{k}`")?;
+                    // Kept above the next screen (a terminal's is cleared first).
+                    notice = if k == ESCAPE_KEY {
+                        "arrow and function keys do nothing here (`v` views the item in a pager)\n"
+                            .to_string()
+                    } else {
+                        format!("unknown key `{}`\n", k.escape_debug())
+                    };
+                    if !clear_screen {
+                        write!(out, "{notice}")?;
+                    }
                     continue;
                 }
             },
