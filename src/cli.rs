@@ -475,7 +475,8 @@ pub enum SheetFormat {
 /// `judge label import`.
 #[derive(Debug, Args)]
 pub struct LabelImportArgs {
-    /// The filled sheet (CSV with `item` and `choice` columns).
+    /// The filled sheet (CSV from `label export`; it needs its `item`, `choice` and `sample`
+    /// columns).
     pub file: PathBuf,
     /// The run the sheet was exported from (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]

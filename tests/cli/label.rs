@@ -353,7 +353,7 @@ fn export_is_blind_and_import_validates_every_row() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let sheet = p.read("sheet.csv");
     assert!(
-        sheet.starts_with("item,task,standard,prompt,answer_1,answer_2,choice\n"),
+        sheet.starts_with("item,task,standard,prompt,answer_1,answer_2,choice,sample\n"),
         "{sheet}"
     );
     for secret in MODELS
@@ -390,7 +390,7 @@ fn export_is_blind_and_import_validates_every_row() {
     let mut bad = filled.clone();
     bad[0][6] = "maybe".into();
     bad.push(
-        ["i9999", "t01", "s", "x", "y", "z", "1"]
+        ["i9999", "t01", "s", "x", "y", "z", "1", "s"]
             .map(String::from)
             .to_vec(),
     );
@@ -645,9 +645,56 @@ fn import_refuses_a_sheet_of_a_replaced_sample() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("old.csv:2: the sheet has task `") && stderr.contains("export a new sheet"),
+        stderr.contains("old.csv:2: the row is of sample `")
+            && stderr.contains("export a new sheet"),
         "{stderr}"
     );
+    assert!(!p.path().join("runs/r/labels/dan.jsonl").exists());
+    // Without its `sample` column, the old sheet is still told apart by its answers.
+    let without = |sheet: &str, keep: &[&str]| {
+        let mut reader = csv::Reader::from_reader(sheet.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let cols: Vec<usize> = keep
+            .iter()
+            .map(|k| headers.iter().position(|h| h == *k).unwrap())
+            .collect();
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(keep).unwrap();
+        for row in reader.records() {
+            let row = row.unwrap();
+            writer
+                .write_record(cols.iter().map(|&c| {
+                    if keep[cols.iter().position(|&x| x == c).unwrap()] == "choice" {
+                        "1"
+                    } else {
+                        &row[c]
+                    }
+                }))
+                .unwrap();
+        }
+        String::from_utf8(writer.into_inner().unwrap()).unwrap()
+    };
+    let import = |name: &str| p.run(&["label", "import", name, "--run", "r", "--labeller", "dan"]);
+    p.write(
+        "old-answers.csv",
+        &without(
+            &old_sheet,
+            &["item", "task", "answer_1", "answer_2", "choice"],
+        ),
+    );
+    let out = import("old-answers.csv");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("old-answers.csv:2: the sheet has task `"),
+        "{}",
+        text(&out)
+    );
+    // With only `item` and `choice`, nothing tells which sample it was: refused whole (it
+    // was imported onto the new sample's other comparisons).
+    p.write("old-min.csv", &without(&old_sheet, &["item", "choice"]));
+    let out = import("old-min.csv");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("keep that column"), "{}", text(&out));
     assert!(!p.path().join("runs/r/labels/dan.jsonl").exists());
 
     // The current sheet imports.
@@ -773,11 +820,19 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     let p = Project::offline();
     // Answers that open with a Markdown list: exported as `'- …` (no spreadsheet formula),
     // they must still match the sample when the sheet comes back.
+    // One set's answers open with `'-` themselves: exported as they are (no formula), and
+    // the import once took their `'` for the export's guard and refused every sheet.
     for set in std::fs::read_dir(p.path().join("suites/python-pitfalls/answers")).unwrap() {
-        for answer in std::fs::read_dir(set.unwrap().path()).unwrap() {
+        let set = set.unwrap().path();
+        let opening = if set.ends_with("verbose") {
+            "'-0.5' rounds first"
+        } else {
+            "- note first"
+        };
+        for answer in std::fs::read_dir(&set).unwrap() {
             let path = answer.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
-            std::fs::write(&path, format!("- note first\n\n{text}")).unwrap();
+            std::fs::write(&path, format!("{opening}\n\n{text}")).unwrap();
         }
     }
     for args in [
@@ -794,7 +849,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
         .map(Result::unwrap)
         .collect();
     let header = csv::StringRecord::from(vec![
-        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice", "sample",
     ]);
     let write = |name: &str, delimiter: u8, rows: &[csv::StringRecord]| {
         let mut w = csv::WriterBuilder::new()
@@ -840,8 +895,8 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     );
     // Rows of bare delimiters after the data (cells a spreadsheet saw touched) are no rows.
     let mut padded = rows.clone();
-    padded.push(csv::StringRecord::from(vec![""; 7]));
-    padded.push(csv::StringRecord::from(vec![" "; 7]));
+    padded.push(csv::StringRecord::from(vec![""; 8]));
+    padded.push(csv::StringRecord::from(vec![" "; 8]));
     write("semicolons.csv", b';', &padded);
     // A killed import's temp file of this labeller goes; another labeller's stays.
     p.write("runs/r/labels/.eva.jsonl.tmp.999999.0", "{\"half\":");
@@ -882,7 +937,7 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     // A row's error quotes its cells escaped: no escape sequence, no forged line.
     p.write(
         "evil.csv",
-        &format!("{head}\n\"evil\u{1b}[31mRED\nerror: forged\",t,s,p,a,b,1\n"),
+        &format!("{head}\n\"evil\u{1b}[31mRED\nerror: forged\",t,s,p,a,b,1,s\n"),
     );
     let out = import("evil.csv");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -894,13 +949,13 @@ fn a_semicolon_sheet_imports_and_errors_name_the_rows_line() {
     // A quote left open is named as the cause of the short row.
     p.write(
         "open.csv",
-        &format!("{head}\n\"i0001,t,s,p,a,b,1\ni0002,t,s,p,a,b,1\n"),
+        &format!("{head}\n\"i0001,t,s,p,a,b,1,s\ni0002,t,s,p,a,b,1,s\n"),
     );
     let out = import("open.csv");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(
-            "open.csv:2: the row has 1 cells and the header 7 (a `\"` opened in it is never closed"
+            "open.csv:2: the row has 1 cells and the header 8 (a `\"` opened in it is never closed"
         ),
         "{}",
         text(&out)

@@ -22,7 +22,7 @@ use crate::engine::run_dir::{
 use crate::error::{JudgeError, Outcome};
 use crate::label::{
     Choice, LabelRecord, SampleItem, category, check_labels, choice_winner, effective_labels,
-    item_key, stratified_sample, tied_to_sample,
+    item_key, sample_digest, stratified_sample, tied_to_sample,
 };
 use crate::records::{ComparisonRecord, OutputBrief, OutputRecord, Winner};
 use crate::report::label::{Scores, render_scores, score_labels};

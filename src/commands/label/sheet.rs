@@ -12,8 +12,9 @@ pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcom
     let l = open(cli, &args.run)?;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice", "sample",
     ])?;
+    let digest = sample_digest(&l.sample);
     let standard = l.standard();
     let standard = sheet_cell(&standard);
     for item in &l.sample {
@@ -27,6 +28,7 @@ pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcom
             &a1,
             &a2,
             "",
+            &digest,
         ])?;
     }
     let bytes = w
@@ -122,9 +124,13 @@ pub(super) fn sheet_row_mismatch(
         let t = t.replace("\r\n", "\n");
         t.trim().chars().take(SHEET_CHECK_CHARS).collect::<String>()
     };
-    // The export guarded cells against formulas with a leading `'`: compare what it exported.
+    // The export guarded cells against formulas with a leading `'`, which a spreadsheet may
+    // keep or drop: either reading matches (an answer may begin with `'-` itself).
     let same = |col: &str, want: &str| {
-        cell(col).is_none_or(|got| norm(crate::report::unsheet_cell(&got)) == norm(want))
+        cell(col).is_none_or(|got| {
+            let want = norm(want);
+            norm(&got) == want || norm(crate::report::unsheet_cell(&got)) == want
+        })
     };
     let id = &item.item;
     if !same("task", &item.task) {
@@ -193,8 +199,8 @@ pub(super) fn read_sheet(
         .clone();
     // A column judge reads, named twice, would be read from its first copy without a word
     // (a user's own columns may repeat).
-    const READ: [&str; 7] = [
-        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice",
+    const READ: [&str; 8] = [
+        "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice", "sample",
     ];
     let mut named = BTreeSet::new();
     if let Some(twice) = headers
@@ -218,6 +224,17 @@ pub(super) fn read_sheet(
         ))
         .into());
     };
+    // Item ids are reused by every sample: a sheet must say which it was exported from, by
+    // its `sample` column or (sheets from before it) by the answers it shows.
+    let sample_col = col("sample");
+    if sample_col.is_none() && (col("answer_1").is_none() || col("answer_2").is_none()) {
+        return Err(JudgeError::usage(format!(
+            "{}: without the `sample` column (or both answer columns) of `judge label export`, the sheet's items cannot be told from those of another sample of this run (item ids are reused); keep that column",
+            file.display()
+        ))
+        .into());
+    }
+    let digest = sample_digest(&l.sample);
     let by_id: BTreeMap<&str, &SampleItem> =
         l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
@@ -272,10 +289,18 @@ pub(super) fn read_sheet(
         if raw.is_empty() {
             continue;
         }
+        if let Some(got) = sample_col.and_then(|c| row.get(c)).map(str::trim)
+            && got != digest
+        {
+            errors.push(at(format!(
+                "the row is of sample `{got}`, and the run's sample is `{digest}` (drawn again after this sheet was exported?); export a new sheet"
+            )));
+            continue;
+        }
         let cell = |name: &str| Some(row.get(col(name)?)?.to_string());
         if let Some(why) = sheet_row_mismatch(l, item, cell) {
             errors.push(at(format!(
-                "{why} (the sample was replaced after this sheet was exported; export a new sheet)"
+                "{why} (the sample was replaced after this sheet was exported, or the cell was edited; export a new sheet)"
             )));
             continue;
         }
