@@ -230,6 +230,37 @@ pub fn effective_labels(records: &[LabelRecord]) -> BTreeMap<String, Option<Winn
     out
 }
 
+/// How many of a labeller's standing labels (a choice, not a skip) were not given blind: the
+/// item showed an answer whose author `--reveal` had already shown this labeller on another
+/// item (the same task's answer by the same model is the same text). A revealed label itself
+/// was given blind: the models are shown once it is saved.
+pub fn labels_after_reveal(sample: &[SampleItem], records: &[LabelRecord]) -> usize {
+    let by_id: BTreeMap<&str, &SampleItem> = sample.iter().map(|s| (s.item.as_str(), s)).collect();
+    let mut shown: std::collections::BTreeSet<(&str, &str)> = Default::default();
+    let mut standing: BTreeMap<&str, bool> = BTreeMap::new();
+    for r in records {
+        let Some(item) = by_id.get(r.item.as_str()) else {
+            continue;
+        };
+        let (m1, m2) = item.shown();
+        let task = item.task.as_str();
+        match r.choice {
+            Choice::Undo => {
+                standing.remove(r.item.as_str());
+            }
+            _ => {
+                let seen = shown.contains(&(task, m1)) || shown.contains(&(task, m2));
+                standing.insert(r.item.as_str(), seen && r.winner.is_some());
+            }
+        }
+        if r.revealed {
+            shown.insert((task, m1));
+            shown.insert((task, m2));
+        }
+    }
+    standing.values().filter(|&&unblind| unblind).count()
+}
+
 /// Draws `n` comparisons spread evenly over tasks and model pairs: every task is covered
 /// before any task repeats; among items of equally covered tasks, the least covered pair comes
 /// first; the rest is random (seeded). Which answer is shown first is drawn per item, seeded
@@ -568,6 +599,52 @@ mod tests {
             item_key: Some(item_key(item)),
             revealed: false,
         }
+    }
+
+    #[test]
+    fn labels_on_answers_revealed_before_are_not_blind() {
+        let sample = [
+            item("i1", "t1", "a", "b", Side::ModelA),
+            // Shows t1's answer by `a` again: its author was revealed at i1.
+            item("i2", "t1", "c", "a", Side::ModelB),
+            // Another task: blind.
+            item("i3", "t2", "a", "b", Side::ModelA),
+            item("i4", "t1", "c", "d", Side::ModelA),
+        ];
+        let revealed = |i: usize| LabelRecord {
+            revealed: true,
+            ..label_of(&sample[i])
+        };
+        let skip = LabelRecord {
+            choice: Choice::Skip,
+            winner: None,
+            ..label_of(&sample[1])
+        };
+        // A revealed label itself was blind; what came after on the same answers is not.
+        let records = [
+            revealed(0),
+            label_of(&sample[1]),
+            label_of(&sample[2]),
+            label_of(&sample[3]),
+        ];
+        assert_eq!(labels_after_reveal(&sample, &records), 1);
+        // Nothing revealed: all blind. A skip is no label; an undo takes one back.
+        assert_eq!(labels_after_reveal(&sample, &records[1..]), 0);
+        assert_eq!(labels_after_reveal(&sample, &[revealed(0), skip]), 0);
+        let undo = LabelRecord {
+            choice: Choice::Undo,
+            winner: None,
+            ..label_of(&sample[1])
+        };
+        assert_eq!(
+            labels_after_reveal(&sample, &[revealed(0), label_of(&sample[1]), undo]),
+            0
+        );
+        // Labelled before the reveal: blind.
+        assert_eq!(
+            labels_after_reveal(&sample, &[label_of(&sample[1]), revealed(0)]),
+            0
+        );
     }
 
     #[test]

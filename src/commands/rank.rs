@@ -622,7 +622,11 @@ fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRe
         sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let mut out = Vec::new();
     let mut labels_per_item: HashMap<String, usize> = HashMap::new();
-    for records in crate::commands::label::read_all_labels(run_dir)?.values() {
+    for (who, records) in &crate::commands::label::read_all_labels(run_dir)? {
+        let after_reveal = crate::label::labels_after_reveal(&sample, records);
+        if let Some(w) = crate::commands::label::after_reveal_warning(who, after_reveal) {
+            eprintln!("warning: {w}");
+        }
         for (item, winner) in crate::label::effective_labels(records) {
             let (Some(winner), Some(s)) = (winner, by_id.get(item.as_str())) else {
                 continue;

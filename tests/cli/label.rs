@@ -300,6 +300,21 @@ fn undo_skip_reveal_and_resume_after_kill() {
         screen.contains("1 of 6 labelled by `carol`, 1 skipped, 4 left"),
         "{screen}"
     );
+    // The items left come first, then the one skipped earlier (it was never offered again);
+    // skipping it again in this session does not offer it once more.
+    let out = session(&p, "carol", "1\n1\n1\n1\ns\n", &[]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Item 2 of 6"), "the skipped item: {screen}");
+    assert!(
+        screen.contains("5 of 6 labelled by `carol`, 1 skipped, 0 left"),
+        "{screen}"
+    );
+    let out = session(&p, "carol", "2\n", &[]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("6 of 6 labelled by `carol`, 0 left"),
+        "{screen}"
+    );
 
     // Kill a session mid-way: labels written before the kill survive.
     let mut child = p
@@ -442,6 +457,26 @@ fn export_is_blind_and_import_validates_every_row() {
         text(&out).contains("imported 5 label(s) for `carol`")
             && text(&out)
                 .contains("(5 of them replace this labeller's earlier answers to those items)"),
+        "{}",
+        text(&out)
+    );
+    // Cleared choices take no label back, and the message says they stay.
+    let mut cleared = filled.clone();
+    cleared[0][6] = String::new();
+    cleared[1][6] = String::new();
+    p.write("cleared.csv", &sheet_of(&cleared));
+    let out = p.run(&[
+        "label",
+        "import",
+        "cleared.csv",
+        "--run",
+        "r",
+        "--labeller",
+        "carol",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("2 row(s) with an empty choice left this labeller's earlier labels"),
         "{}",
         text(&out)
     );

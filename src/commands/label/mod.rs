@@ -22,7 +22,7 @@ use crate::engine::run_dir::{
 use crate::error::{JudgeError, Outcome};
 use crate::label::{
     Choice, LabelRecord, SampleItem, category, check_labels, choice_winner, effective_labels,
-    item_key, sample_digest, stratified_sample, tied_to_sample,
+    item_key, labels_after_reveal, sample_digest, stratified_sample, tied_to_sample,
 };
 use crate::records::{ComparisonRecord, OutputBrief, OutputRecord, Winner};
 use crate::report::label::{Scores, render_scores, score_labels};
@@ -39,6 +39,15 @@ use sheet::{export, import};
 
 /// The sample of a run.
 pub const SAMPLE_FILE: &str = "labels/sample.jsonl";
+
+/// The warning for a labeller's labels given after `--reveal` showed an answer's author.
+pub(crate) fn after_reveal_warning(labeller: &str, n: usize) -> Option<String> {
+    (n > 0).then(|| {
+        format!(
+            "`{labeller}` gave {n} label(s) on items showing an answer whose model --reveal had shown them before (the same task's answer by the same model): those labels are not blind"
+        )
+    })
+}
 
 /// Runs `judge label …`.
 pub fn run(cli: &Cli, args: &LabelArgs) -> anyhow::Result<Outcome> {
@@ -409,7 +418,12 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
         .map(|(who, recs)| (who.clone(), effective_labels(recs)))
         .collect();
     let seed = args.seed.unwrap_or(l.seed);
-    let scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
+    let mut scores: Scores = score_labels(&l.sample, &verdicts, &effective, args.resamples, seed)?;
+    scores
+        .warnings
+        .extend(labels.iter().filter_map(|(who, records)| {
+            after_reveal_warning(who, labels_after_reveal(&l.sample, records))
+        }));
     write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
     let format = crate::report::output_format(args.format, args.output.as_deref());
     write_stdout_or_file(&render_scores(&scores, format), args.output.as_deref())?;

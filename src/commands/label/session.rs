@@ -232,7 +232,20 @@ pub(super) fn session(
     let mut notice = String::new();
     let out = &mut std::io::stdout().lock();
     let total = l.sample.len();
-    let mut current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+    // Items without a label first, then those skipped in an earlier session (a skip defers
+    // an item; one skipped in this session is not offered again in it).
+    let mut skipped_now: BTreeSet<String> = BTreeSet::new();
+    let next_item = |state: &BTreeMap<String, Option<Winner>>, skipped_now: &BTreeSet<String>| {
+        l.sample
+            .iter()
+            .position(|i| !state.contains_key(&i.item))
+            .or_else(|| {
+                l.sample.iter().position(|i| {
+                    state.get(&i.item) == Some(&None) && !skipped_now.contains(&i.item)
+                })
+            })
+    };
+    let mut current = next_item(&state, &skipped_now);
     while let Some(pos) = current {
         let item = l.sample[pos].clone();
         let (task, a1, a2) = answers(&l, &item);
@@ -335,7 +348,10 @@ pub(super) fn session(
                 write!(out, "{notice}")?;
             }
         }
-        current = l.sample.iter().position(|i| !state.contains_key(&i.item));
+        if winner.is_none() {
+            skipped_now.insert(item.item.clone());
+        }
+        current = next_item(&state, &skipped_now);
     }
     if clear_screen {
         write!(out, "{notice}")?;

@@ -55,7 +55,12 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
     let path = labels_path(&l.run_dir, &args.labeller);
     let earlier = read_labels(&path, &l.sample, true)?;
     let revealed = revealed_items(&earlier);
-    let (records, errors) = read_sheet(&args.file, &l, &args.labeller, &revealed)?;
+    let effective = effective_labels(&earlier);
+    let Sheet {
+        records,
+        errors,
+        unfilled,
+    } = read_sheet(&args.file, &l, &args.labeller, &revealed)?;
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("error: {}", crate::report::printable(e));
@@ -93,10 +98,21 @@ pub(super) fn import(cli: &Cli, args: &LabelImportArgs) -> anyhow::Result<Outcom
     }
     crate::cache::write_atomic(&path, &bytes)
         .with_context(|| format!("failed to write `{}`", path.display()))?;
-    let replaced = match replaced {
+    let mut replaced = match replaced {
         0 => String::new(),
         n => format!(" ({n} of them replace this labeller's earlier answers to those items)"),
     };
+    // An empty choice is "not labelled here", not "take my label back" (that is `u` in a
+    // session): said, so that a cleared cell is not taken for a removed label.
+    let kept = unfilled
+        .iter()
+        .filter(|i| effective.get(i.as_str()).is_some_and(Option::is_some))
+        .count();
+    if kept > 0 {
+        replaced.push_str(&format!(
+            "; {kept} row(s) with an empty choice left this labeller's earlier labels of those items as they were (undo a label in a session: `u`)"
+        ));
+    }
     eprintln!(
         "imported {} label(s) for `{}` into {}{replaced}",
         records.len(),
@@ -155,12 +171,19 @@ pub(super) fn sheet_delimiter(bytes: &[u8]) -> u8 {
         .unwrap_or(b',')
 }
 
+/// A sheet as read: its labels, the rows' errors, and the items whose choice is empty.
+pub(super) struct Sheet {
+    pub(super) records: Vec<LabelRecord>,
+    pub(super) errors: Vec<String>,
+    pub(super) unfilled: Vec<String>,
+}
+
 pub(super) fn read_sheet(
     file: &Path,
     l: &Labelling,
     labeller: &str,
     revealed: &BTreeSet<String>,
-) -> anyhow::Result<(Vec<LabelRecord>, Vec<String>)> {
+) -> anyhow::Result<Sheet> {
     let unreadable = |e: &dyn std::fmt::Display| {
         JudgeError::usage(format!("cannot read sheet `{}`: {e}", file.display()))
     };
@@ -238,6 +261,7 @@ pub(super) fn read_sheet(
     let by_id: BTreeMap<&str, &SampleItem> =
         l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
+    let mut unfilled = Vec::new();
     for row in reader.records() {
         // The line a row starts on (cells hold whole answers, so rows span many lines).
         let line = match &row {
@@ -287,6 +311,7 @@ pub(super) fn read_sheet(
             continue;
         }
         if raw.is_empty() {
+            unfilled.push(id.to_string());
             continue;
         }
         if let Some(got) = sample_col.and_then(|c| row.get(c)).map(str::trim)
@@ -326,5 +351,9 @@ pub(super) fn read_sheet(
             revealed: false,
         });
     }
-    Ok((records, errors))
+    Ok(Sheet {
+        records,
+        errors,
+        unfilled,
+    })
 }
