@@ -481,6 +481,11 @@ impl HttpProvider {
             return body.to_vec();
         };
         let key = k.expose();
+        // Quoted in disguise (another case, percent- or HTML-encoded, base64): not kept at
+        // all, since no replacement inside an encoding can be trusted to catch every copy.
+        if super::encoded_key::holds_encoded_key(body, key) {
+            return ENCODED_KEY_BODY.as_bytes().to_vec();
+        }
         let raw = redact_short_key(body, key);
         // In the decoded strings too (a JSON-escaped echo); the body is re-serialised only
         // when that took something out.
@@ -559,6 +564,10 @@ fn redact_strings(value: &mut Value, redact: &dyn Fn(&str) -> Vec<u8>) {
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
+
+/// What is kept of an error body that quotes the API key encoded.
+const ENCODED_KEY_BODY: &str =
+    "(the provider's error body quoted the API key in an encoded form; it is not kept)";
 
 /// Keys shorter than this are not redacted: such a value is a placeholder for a local server
 /// ("EMPTY", "none", "x"), and replacing every occurrence would garble replies (a key `x`

@@ -3,6 +3,7 @@
 //! `anthropic`, `gemini`, `files`) and the HTTP layer (`http`).
 
 pub mod anthropic;
+pub mod encoded_key;
 pub mod files;
 pub mod gemini;
 pub mod http;

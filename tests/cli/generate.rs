@@ -1290,3 +1290,54 @@ fn resuming_with_another_token_limit_field_is_refused() {
     );
     assert_eq!(server.count(), 1);
 }
+
+/// Regression: a server quoting the key back encoded (upper case, percent-encoded, base64 of a
+/// Basic header) had it written into the failed records' error messages.
+#[test]
+fn a_key_echoed_in_disguise_reaches_no_file_and_no_output() {
+    let upper = TEST_KEY.to_uppercase();
+    let percent: String = TEST_KEY.bytes().map(|b| format!("%{b:02X}")).collect();
+    // base64 of "Bearer <key>", written out by hand-rolled encoding in the server script.
+    let bearer = format!("Bearer {TEST_KEY}");
+    let encoded = {
+        const DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for c in bearer.as_bytes().chunks(3) {
+            let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for k in 0..=c.len() {
+                out.push(DIGITS[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            }
+        }
+        out
+    };
+    let disguises = [upper.clone(), percent.clone(), encoded.clone()];
+    let bodies = disguises.clone();
+    let server = FakeServer::start(move |_, n| {
+        Reply::status(
+            400,
+            &format!("{{\"error\": \"bad request from {}\"}}", bodies[n % 3]),
+        )
+    });
+    let p = Project::with_suite(3, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let shown = text(&out);
+    for d in &disguises {
+        assert!(!shown.contains(d.as_str()), "{d} in the output: {shown}");
+    }
+    for f in p.all_files() {
+        let content = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).to_string();
+        for d in &disguises {
+            assert!(!content.contains(d.as_str()), "{d} in {}", f.display());
+        }
+    }
+    let records = p.jsonl("runs/r/outputs.jsonl");
+    assert!(
+        records.iter().all(|r| r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("quoted the API key in an encoded form")),
+        "{records:?}"
+    );
+}
