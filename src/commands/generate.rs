@@ -82,11 +82,16 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let mut manifest = if resumed {
         let mut old = read_manifest(&run_dir)?;
         let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
+        let outputs_path = run_dir.file(OUTPUTS_FILE);
+        let keys = read_jsonl_repairing::<OutputKey>(&outputs_path)?;
+        crate::commands::refuse_foreign_outputs(
+            &outputs_path,
+            keys.iter().map(|k| (k.task.as_str(), k.model.as_str())),
+            &suite,
+            &old,
+        )?;
         let recorded: std::collections::BTreeSet<String> =
-            read_jsonl_repairing::<OutputKey>(&run_dir.file(OUTPUTS_FILE))?
-                .into_iter()
-                .map(|k| k.model)
-                .collect();
+            keys.into_iter().map(|k| k.model).collect();
         let has_records = |id: &str| recorded.contains(id);
         if let Some(conflict) =
             resume_conflict(&old, &suite, &config.run, &models, &providers, &has_records)

@@ -133,7 +133,14 @@ fn load_run_locked<R: crate::records::OutputRow>(
         return Ok((run_dir, manifest, suite, Vec::new()));
     }
     let outputs_path = run_dir.file(generate::OUTPUTS_FILE);
-    let outputs: Vec<R> = latest_outputs(run_dir.read_jsonl(&outputs_path)?);
+    let records: Vec<R> = run_dir.read_jsonl(&outputs_path)?;
+    refuse_foreign_outputs(
+        &outputs_path,
+        records.iter().map(R::item),
+        &suite,
+        &manifest,
+    )?;
+    let outputs = latest_outputs(records);
     if let Some(o) = outputs.iter().find(|o| o.ok_without_text()) {
         let (task, model) = o.item();
         return Err(JudgeError::usage(format!(
@@ -143,6 +150,37 @@ fn load_run_locked<R: crate::records::OutputRow>(
         .into());
     }
     Ok((run_dir, manifest, suite, outputs))
+}
+
+/// Refuses an output record (`items`: its task and model, in file order) of a task the suite
+/// does not have or of a model the run never had (`manifest`): only a hand edit writes one,
+/// and it would be counted, costed and judged as the run's.
+pub(crate) fn refuse_foreign_outputs<'a>(
+    path: &std::path::Path,
+    items: impl Iterator<Item = (&'a str, &'a str)>,
+    suite: &crate::suite::Suite,
+    manifest: &crate::engine::manifest::Manifest,
+) -> anyhow::Result<()> {
+    let tasks: std::collections::HashSet<&str> =
+        suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    let models: std::collections::HashSet<&str> =
+        manifest.models.iter().map(|m| m.id.as_str()).collect();
+    for (n, (task, model)) in items.enumerate() {
+        let why = if !tasks.contains(task) {
+            format!("task `{task}`, which suite `{}` does not have", suite.name)
+        } else if !models.contains(model) {
+            format!("model `{model}`, which the run's manifest does not list")
+        } else {
+            continue;
+        };
+        return Err(crate::error::JudgeError::usage(format!(
+            "`{}`: record {} (of task `{task}` by model `{model}`) names {why} (edited by hand?); delete its line",
+            path.display(),
+            n + 1,
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// One record per (task, model): the last in the file, as generate's final rewrite keeps. A

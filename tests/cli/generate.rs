@@ -1341,3 +1341,41 @@ fn a_key_echoed_in_disguise_reaches_no_file_and_no_output() {
         "{records:?}"
     );
 }
+
+/// Regression: an outputs.jsonl record of a task the suite does not have (or a model the run
+/// never had) was taken as the run's: counted in generate's totals, costed by rank.
+#[test]
+fn records_of_unknown_tasks_or_models_are_refused() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write("suites/demo/answers/a/t01.md", "an answer");
+    p.write("suites/demo/answers/b/t01.md", "another answer");
+    // A hidden test, so that `check` reads the outputs.
+    p.write("suites/demo/tasks/t01/check.py", "assert True\n");
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let outputs = p.read("runs/r/outputs.jsonl");
+    let first = outputs.lines().next().unwrap();
+    for (edit, named) in [
+        (
+            first.replace("\"task\":\"t01\"", "\"task\":\"t99\""),
+            "task `t99`",
+        ),
+        (
+            first.replace("\"model\":\"a\"", "\"model\":\"zz\""),
+            "model `zz`",
+        ),
+    ] {
+        assert_ne!(edit, first);
+        p.write("runs/r/outputs.jsonl", &format!("{outputs}{edit}\n"));
+        for args in [&["generate", "--run", "r"][..], &["check", "--run", "r"]] {
+            let out = p.run(args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(
+                text(&out).contains("record 3 (of task")
+                    && text(&out).contains(named)
+                    && text(&out).contains("delete its line"),
+                "{args:?}: {}",
+                text(&out)
+            );
+        }
+    }
+}
