@@ -1,5 +1,6 @@
 //! Finds an API key that a provider's error body quotes in a disguise the plain redaction
-//! cannot see: in another letter case, percent-encoded, as HTML character references, or in
+//! cannot see: in another letter case, JSON-escaped in a body that is not one JSON value (two
+//! objects, an SSE `data:` line), percent-encoded, as HTML character references, or in
 //! base64 (a server echoing an `Authorization: Basic` header, or a request dump). Pure: bytes
 //! and the key in, a yes or no out.
 
@@ -7,8 +8,9 @@
 /// chance in unrelated base64 or text.
 const MIN_KEY_LEN: usize = 8;
 
-/// Whether `body` holds `key` in another case, percent-encoded (`%2D`), as HTML character
-/// references (`&#45;`, `&#x2d;`), or base64 / base64url encoded at any alignment.
+/// Whether `body` holds `key` in another case, JSON-escaped (`\u002d`), percent-encoded
+/// (`%2D`), as HTML character references (`&#45;`, `&#x2d;`), or base64 / base64url encoded at
+/// any alignment.
 pub fn holds_encoded_key(body: &[u8], key: &str) -> bool {
     if key.len() < MIN_KEY_LEN {
         return false;
@@ -16,6 +18,7 @@ pub fn holds_encoded_key(body: &[u8], key: &str) -> bool {
     let key = key.as_bytes().to_ascii_lowercase();
     let found = |text: &[u8]| contains(&text.to_ascii_lowercase(), &key);
     found(body)
+        || found(&json_unescaped(body))
         || found(&percent_decoded(body))
         || found(&html_decoded(body))
         || base64_runs(body).any(|run| decodings(run).any(|bytes| found(&bytes)))
@@ -29,6 +32,36 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 fn hex_value(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// JSON string escapes of ASCII (`\u002d`, `\/`) decoded; anything else kept.
+fn json_unescaped(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let escaped = match (body[i], body.get(i + 1)) {
+            (b'\\', Some(b'u')) => body
+                .get(i + 2..i + 6)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .and_then(|v| u8::try_from(v).ok())
+                .filter(u8::is_ascii)
+                .map(|v| (v, 6)),
+            (b'\\', Some(b'/')) => Some((b'/', 2)),
+            _ => None,
+        };
+        match escaped {
+            Some((v, len)) => {
+                out.push(v);
+                i += len;
+            }
+            None => {
+                out.push(body[i]);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// `%XX` sequences decoded (`+` left as it is); anything else kept.
@@ -148,7 +181,10 @@ mod tests {
         let percent: String = KEY.bytes().map(|b| format!("%{b:02X}")).collect();
         let html: String = KEY.bytes().map(|b| format!("&#{b};")).collect();
         let html_hex: String = KEY.bytes().map(|b| format!("&#x{b:x};")).collect();
+        let escaped = KEY.replace('-', "\\u002d");
         let mut bodies = vec![
+            format!("{{\"error\": \"{escaped}\"}}{{\"error\": 2}}"),
+            format!("data: {{\"message\": \"Bearer {escaped}\"}}"),
             format!("{{\"error\": \"bad key {}\"}}", KEY.to_uppercase()),
             format!("key={percent}&x=1"),
             format!("<p>{html}</p>"),

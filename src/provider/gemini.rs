@@ -145,6 +145,17 @@ fn class_for(status: u16, body: &str, error: Option<&Value>) -> ErrorClass {
 /// has none for this model), is exhausted; only per-minute quotas is a rate limit. Without
 /// violations the text decides.
 fn is_quota_exhausted(lower_body: &str, error: Option<&Value>) -> bool {
+    quota_verdict(lower_body, error).unwrap_or_else(|| {
+        lower_body.contains("exceeded your current quota")
+            && (lower_body.contains("billing") || lower_body.contains("check your plan"))
+    })
+}
+
+/// What a Gemini error's `QuotaFailure` violations say of a 429: `Some(true)` exhausted (a
+/// per-day quota, or a quota of 0), `Some(false)` only per-minute quotas (a rate limit),
+/// `None` when they do not say. Also read for Gemini's OpenAI-compatible endpoint, whose
+/// "exceeded your current quota" text is the same for both.
+pub(crate) fn quota_verdict(lower_body: &str, error: Option<&Value>) -> Option<bool> {
     let violations = quota_violations(error);
     if violations.iter().any(|v| quota_id(v).contains("PerDay"))
         || violations
@@ -152,13 +163,23 @@ fn is_quota_exhausted(lower_body: &str, error: Option<&Value>) -> bool {
             .any(|v| v.get("quotaValue").and_then(Value::as_str) == Some("0"))
         || lower_body.contains("limit: 0,")
     {
-        return true;
+        return Some(true);
     }
-    if !violations.is_empty() && violations.iter().all(|v| quota_id(v).contains("PerMinute")) {
-        return false;
-    }
-    lower_body.contains("exceeded your current quota")
-        && (lower_body.contains("billing") || lower_body.contains("check your plan"))
+    (!violations.is_empty() && violations.iter().all(|v| quota_id(v).contains("PerMinute")))
+        .then_some(false)
+}
+
+/// The `error` object of a Gemini-shaped body: `{"error": …}`, or a list of one such object
+/// (the OpenAI-compatible endpoint's errors).
+pub(crate) fn error_object(body: &Value) -> Option<&Value> {
+    body.get("error")
+        .or_else(|| body.as_array()?.first()?.get("error"))
+}
+
+/// `RetryInfo.retryDelay` of a Gemini-shaped error body, as sent by the OpenAI-compatible
+/// endpoint too.
+pub(crate) fn retry_delay_of(error: &Value) -> Option<Duration> {
+    retry_delay(error)
 }
 
 fn quota_id(violation: &Value) -> &str {

@@ -81,6 +81,17 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// How long to wait before a retry: the server's `Retry-After` (capped at
+/// [`MAX_RETRY_AFTER`]), else the next backoff delay. A wait of zero (`Retry-After: 0`, a date
+/// already past on a skewed clock, Gemini's `0s`) is no wait: the backoff's is taken, or every
+/// retry would go out at once.
+fn retry_wait(retry_after: Option<Duration>, backoff: &mut Backoff) -> Duration {
+    retry_after
+        .filter(|d| !d.is_zero())
+        .map(|d| d.min(MAX_RETRY_AFTER))
+        .unwrap_or_else(|| backoff.next().expect("backoff never ends"))
+}
+
 /// Waits `wait`, in slices, unless `stopping()` turns true or `deadline` passes first; true
 /// when the wait ran out with neither (Ctrl-C or a deadline ends a long `Retry-After` or rate
 /// limiter wait at once, and nothing is sent after it).
@@ -160,9 +171,14 @@ impl Limiter {
             .lock()
             .expect("limiter lock is never poisoned: no panics inside");
         let now = Instant::now();
+        let paused = s.paused_until > now;
         let mut start = s.next_slot.max(s.paused_until).max(now);
         if let Some(iv) = self.interval {
             s.next_slot = start + iv;
+        } else if paused {
+            // Without a rate, the requests a 429 held back would all go out the instant the
+            // pause ends, and meet the limit again together: they leave spaced instead.
+            s.next_slot = start + PAUSE_SPACING;
         }
         if let Some((rate, cap)) = self.token_rate.filter(|_| tokens > 0) {
             let refill = now.saturating_duration_since(s.tokens_at).as_secs_f64() * rate;
@@ -193,6 +209,10 @@ impl Limiter {
         s.paused_until = s.paused_until.max(Instant::now() + d);
     }
 }
+
+/// The spacing of requests released by the end of a provider-wide pause (a 429) when the
+/// provider has no `requests_per_minute`.
+const PAUSE_SPACING: Duration = Duration::from_millis(100);
 
 /// A provider's HTTP client.
 #[derive(Debug)]
@@ -292,8 +312,7 @@ impl HttpProvider {
             {
                 return (Err(err), attempt);
             }
-            let wait = err.retry_after.map(|d| d.min(MAX_RETRY_AFTER));
-            let wait = wait.unwrap_or_else(|| backoff.next().expect("backoff never ends"));
+            let wait = retry_wait(err.retry_after, &mut backoff);
             if err.class == ErrorClass::RateLimited {
                 self.limiter.pause_for(wait);
             }
@@ -680,6 +699,24 @@ mod tests {
         }
     }
 
+    /// Regression: `Retry-After: 0` (or a past date) made every retry go out at once, and a
+    /// second's rate limit became a string of failures.
+    #[test]
+    fn a_zero_retry_after_takes_the_backoff() {
+        let base = Duration::from_millis(400);
+        let mut backoff = Backoff::new(base, Duration::from_secs(60), 3);
+        let wait = retry_wait(Some(Duration::ZERO), &mut backoff);
+        assert!(wait >= base / 2, "{wait:?}");
+        assert_eq!(
+            retry_wait(Some(Duration::from_secs(3)), &mut backoff),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            retry_wait(Some(Duration::from_secs(1 << 40)), &mut backoff),
+            MAX_RETRY_AFTER
+        );
+    }
+
     #[test]
     fn secret_debug_is_redacted() {
         let s = Secret::new("sk-very-secret".into());
@@ -846,6 +883,21 @@ mod tests {
         );
         l.pause_for(Duration::from_secs(5));
         assert!(l.reserve(1) > Duration::from_secs(4));
+    }
+
+    /// Regression: without a rate, every request a 429 held back went out the instant the
+    /// pause ended (in lockstep, into the next 429).
+    #[test]
+    fn requests_released_by_a_pause_leave_spaced() {
+        let l = Limiter::new(0, 0);
+        assert_eq!(l.reserve(1), Duration::ZERO);
+        l.pause_for(Duration::from_secs(2));
+        let waits: Vec<Duration> = (0..4).map(|_| l.reserve(0)).collect();
+        for pair in waits.windows(2) {
+            let gap = pair[1].saturating_sub(pair[0]);
+            assert!(gap >= PAUSE_SPACING - Duration::from_millis(5), "{waits:?}");
+        }
+        assert!(waits[0] > Duration::from_millis(1900), "{waits:?}");
     }
 
     /// A request taking a new slot after a pause (its tokens counted already) does not wait

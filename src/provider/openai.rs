@@ -140,6 +140,9 @@ pub fn parse_reply_value(value: &Value) -> Result<ChatReply, ProviderError> {
 pub fn classify_status(status: u16, body: &str) -> ProviderError {
     let lower = body.to_ascii_lowercase();
     let unsupported = unsupported_param(body);
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let gemini_error = parsed.as_ref().and_then(super::gemini::error_object);
+    let gemini_verdict = super::gemini::quota_verdict(&lower, gemini_error);
     let class = match status {
         // OpenRouter: a prompt its moderation flagged; that item's failure, not the key's.
         403 if lower.contains("flagged") || lower.contains("moderation") => ErrorClass::ClientError,
@@ -150,7 +153,12 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
         429 if error_code(body).as_deref() == Some("rate_limit_exceeded") => {
             ErrorClass::RateLimited
         }
-        429 if is_quota_exhausted(&lower) => ErrorClass::QuotaExhausted,
+        // Gemini's OpenAI-compatible endpoint: its quota details decide (the same "exceeded
+        // your current quota" for a per-minute limit as for a spent day).
+        429 if gemini_verdict == Some(false) => ErrorClass::RateLimited,
+        429 if gemini_verdict == Some(true) || is_quota_exhausted(&lower) => {
+            ErrorClass::QuotaExhausted
+        }
         429 => ErrorClass::RateLimited,
         408 => ErrorClass::Timeout,
         400 if unsupported.is_some() => ErrorClass::UnsupportedSetting,
@@ -173,6 +181,9 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
     }
     let mut e = ProviderError::new(class, message);
     e.status = Some(status);
+    if class == ErrorClass::RateLimited {
+        e.retry_after = gemini_error.and_then(super::gemini::retry_delay_of);
+    }
     e
 }
 
@@ -198,13 +209,16 @@ fn unsupported_param(body: &str) -> Option<String> {
         .flatten()
 }
 
-/// A 429 that no amount of waiting fixes: the account is out of quota or credit.
+/// A 429 that no amount of waiting fixes: the account is out of quota or credit, or a daily
+/// cap is reached (OpenRouter's `free-models-per-day`).
 fn is_quota_exhausted(lower_body: &str) -> bool {
     [
         "insufficient_quota",
         "exceeded your current quota",
         "quota_exceeded",
         "credit balance",
+        "per-day",
+        "per day",
     ]
     .iter()
     .any(|m| lower_body.contains(m))
@@ -392,5 +406,39 @@ mod tests {
             ErrorClass::RateLimited.is_retryable() && !ErrorClass::QuotaExhausted.is_retryable()
         );
         assert!(ErrorClass::QuotaExhausted.is_fatal() && !ErrorClass::ClientError.is_fatal());
+    }
+
+    /// Regressions: OpenRouter's daily cap was retried for minutes as a passing rate limit and
+    /// each item recorded lost; a per-minute limit on Gemini's OpenAI-compatible endpoint
+    /// ("exceeded your current quota", a list-wrapped body) stopped the run as out of quota.
+    #[test]
+    fn daily_caps_are_exhausted_and_gemini_per_minute_quotas_are_rate_limits() {
+        let daily = r#"{"error":{"message":"Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day","code":429,"metadata":{"headers":{}}}}"#;
+        assert_eq!(
+            classify_status(429, daily).class,
+            ErrorClass::QuotaExhausted
+        );
+        let gemini = |quota: &str| {
+            format!(
+                r#"[{{"error":{{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{{"quotaId":"{quota}"}}]}},{{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1s"}}]}}}}]"#
+            )
+        };
+        let per_minute = classify_status(
+            429,
+            &gemini("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+        );
+        assert_eq!(per_minute.class, ErrorClass::RateLimited);
+        assert_eq!(
+            per_minute.retry_after,
+            Some(std::time::Duration::from_secs(1))
+        );
+        assert_eq!(
+            classify_status(
+                429,
+                &gemini("GenerateRequestsPerDayPerProjectPerModel-FreeTier")
+            )
+            .class,
+            ErrorClass::QuotaExhausted
+        );
     }
 }
