@@ -61,6 +61,22 @@ pub fn process_gone(pid: u32) -> bool {
 }
 
 /// Parses the command line, runs the command, and maps the result to an exit code.
+/// The config file as the user named it (`judge.toml` unless `--config` or `JUDGE_CONFIG`
+/// said otherwise), for messages that tell what to edit.
+pub fn config_name() -> &'static str {
+    CONFIG_NAME.get().map_or("judge.toml", String::as_str)
+}
+
+/// `--config PATH` when the commands a message suggests need it (the config was named on the
+/// command line, not through `JUDGE_CONFIG`, which a suggested command picks up).
+fn config_flag_needed() -> Option<String> {
+    let name = CONFIG_NAME.get()?;
+    let from_env = std::env::var_os("JUDGE_CONFIG").is_some_and(|v| v == name.as_str());
+    (name != "judge.toml" && !from_env).then(|| format!("--config {name}"))
+}
+
+static CONFIG_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 pub fn main_entry() -> ExitCode {
     exit_quietly_when_stderr_fails();
     let cli = match cli::Cli::try_parse() {
@@ -74,6 +90,7 @@ pub fn main_entry() -> ExitCode {
             });
         }
     };
+    let _ = CONFIG_NAME.set(cli.config.display().to_string());
     let result = commands::dispatch(cli);
     engine::run_dir::release_kept_locks();
     match result {
@@ -93,6 +110,12 @@ pub fn main_entry() -> ExitCode {
                     "caused by: {}",
                     report::printable(&cause.to_string())
                 );
+            }
+            // The commands a message suggests are written for ./judge.toml.
+            if let Some(flag) = config_flag_needed()
+                && err.chain().any(|c| c.to_string().contains("`judge "))
+            {
+                let _ = writeln!(stderr, "note: add `{flag}` to the judge commands above");
             }
             error::exit_code_for(&err)
         }

@@ -484,7 +484,8 @@ fn keep_recorded_prices(
         let recorded = (o.price_input_per_mtok, o.price_output_per_mtok);
         if recorded != (m.price_input_per_mtok, m.price_output_per_mtok) {
             eprintln!(
-                "note: judge.toml gives model `{}` {}, and run `{}` costed its outputs {}: the run keeps its price so that its costs add up; start a new run for the new price (the cache answers it without new calls)",
+                "note: {} gives model `{}` {}, and run `{}` costed its outputs {}: the run keeps its price so that its costs add up; start a new run for the new price (the cache answers it without new calls)",
+                crate::config_name(),
                 m.id,
                 m.price_text(),
                 old.run,

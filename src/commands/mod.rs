@@ -217,8 +217,9 @@ pub fn pick_judge(
     match wanted {
         Some(j) if judges.contains(j) => Ok(j.to_string()),
         Some(j) => Err(JudgeError::usage(format!(
-            "run `{run}` has no comparisons by judge `{j}` (judges: {}); judge it with `judge compare --run {run} --judge {j}` (`exec`, or a judge of judge.toml's [[judges]])",
-            list()
+            "run `{run}` has no comparisons by judge `{j}` (judges: {}); judge it with `judge compare --run {run} --judge {j}` (`exec`, or a judge of {}'s [[judges]])",
+            list(),
+            crate::config_name()
         ))
         .into()),
         None if judges.len() == 1 => Ok(judges.iter().next().expect("one judge").to_string()),

@@ -432,7 +432,7 @@ fn from_run(
         let stale = unreflected_judgments(&mine, &judgments, &judge);
         if stale > 0 {
             warnings.push(format!(
-                "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` (with `{judge}` in judge.toml) to bring them in (recorded verdicts make no new calls)"
+                "judgments.jsonl has verdicts for {stale} comparison(s) that comparisons.jsonl does not show yet (a compare was stopped before it finished): run `judge compare --run {run} --judge {judge}` (with `{judge}` in {}) to bring them in (recorded verdicts make no new calls)", crate::config_name()
             ));
         }
         // Verdicts only: a failed judgment decided nothing under its prompt.

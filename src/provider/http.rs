@@ -475,8 +475,9 @@ impl HttpProvider {
                     });
                 let what = model.map_or("the model".to_string(), |m| format!("the model `{m}`"));
                 format!(
-                    "provider `{name}` does not know {what} or the endpoint ({}); check `model` and `base_url` in judge.toml",
-                    err.message
+                    "provider `{name}` does not know {what} or the endpoint ({}); check `model` and `base_url` in {}",
+                    err.message,
+                    crate::config_name()
                 )
             }
             _ => err.message.clone(),

@@ -1074,3 +1074,30 @@ fn an_outputs_temp_file_left_by_a_killed_writer_is_removed() {
     assert!(!p.path().join(dead).exists());
     assert!(p.path().join(&live).exists());
 }
+
+/// The commands an error suggests are written for ./judge.toml: with another config named on
+/// the command line, the error says to add it; through JUDGE_CONFIG, they work as printed.
+#[test]
+fn hints_under_another_config_say_to_add_it() {
+    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    p.write("suites/demo/answers/a/t01.md", "x");
+    p.write("suites/demo/answers/b/t01.md", "y");
+    std::fs::rename(p.path().join("judge.toml"), p.path().join("other.toml")).unwrap();
+    let out = p.run(&["--config", "other.toml", "generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["--config", "other.toml", "rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("note: add `--config other.toml` to the judge commands above"),
+        "{}",
+        text(&out)
+    );
+    let out = p
+        .judge()
+        .env("JUDGE_CONFIG", "other.toml")
+        .args(["rank", "--run", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains("note: add"), "{}", text(&out));
+}

@@ -348,7 +348,8 @@ pub(crate) fn keep_recorded_judge_prices(
         let price = |c: &ModelConfig| (c.price_input_per_mtok, c.price_output_per_mtok);
         if price(&recorded) != price(m) {
             eprintln!(
-                "note: judge.toml gives judge `{}` {}, and run `{run}` costed its judgments {}: the run keeps its price so that its costs add up; judge into a new run for the new price (the cache answers it without new calls)",
+                "note: {} gives judge `{}` {}, and run `{run}` costed its judgments {}: the run keeps its price so that its costs add up; judge into a new run for the new price (the cache answers it without new calls)",
+                crate::config_name(),
                 m.id,
                 m.price_text(),
                 recorded.price_text()
@@ -424,9 +425,10 @@ pub(crate) fn refuse_own_family(
         let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
         if let Some(model) = family_conflict(judge.family(), fams) {
             return Err(JudgeError::usage(format!(
-                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (it favours them): pick a judge from another family (`family` in judge.toml)",
+                "judge `{}` (family `{}`) is from the same family as ranked model `{model}`; a judge may not rate its own family's models (it favours them): pick a judge from another family (`family` in {})",
                 judge.id(),
-                judge.family()
+                judge.family(),
+                crate::config_name()
             ))
             .into());
         }
