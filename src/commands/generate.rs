@@ -604,20 +604,28 @@ fn group_by_provider(ctx: &Ctx, items: Vec<Item>) -> Vec<Group<Item>> {
         .collect()
 }
 
-/// The request every model gets for a task: suite context, style preset and instruction as
-/// the system message, the task as the user message.
-pub fn chat_request(config: &Config, suite: &Suite, task: &Task, model_name: &str) -> ChatRequest {
-    let system: Vec<&str> = [
+/// The brief every model of a run is given as its system message: the suite's context, the
+/// style preset's instruction and `[run] instruction`, the empty ones left out. The judge and
+/// the labellers are shown it as what the answers were written to.
+pub fn model_brief(suite: &Suite, settings: &crate::config::RunSettings) -> String {
+    let parts: Vec<&str> = [
         suite.context.as_str(),
-        config.run.style.instruction(),
-        config.run.instruction.as_str(),
+        settings.style.instruction(),
+        settings.instruction.as_str(),
     ]
     .into_iter()
     .filter(|s| !s.trim().is_empty())
     .collect();
+    parts.join("\n\n")
+}
+
+/// The request every model gets for a task: [`model_brief`] as the system message, the task
+/// as the user message.
+pub fn chat_request(config: &Config, suite: &Suite, task: &Task, model_name: &str) -> ChatRequest {
+    let system = model_brief(suite, &config.run);
     let mut messages = Vec::with_capacity(2);
     if !system.is_empty() {
-        messages.push(Message::system(system.join("\n\n")));
+        messages.push(Message::system(system));
     }
     messages.push(Message::user(task.prompt.clone()));
     ChatRequest {

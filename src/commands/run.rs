@@ -70,8 +70,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             {
                 let template = crate::prompt::PairwiseTemplate::parse(compare::PAIRWISE_TEMPLATE)
                     .expect("the shipped template is valid (tested)");
+                let brief = crate::commands::generate::model_brief(&suite, &manifest.settings);
                 let (prompt_sha256, _) =
-                    crate::prompt::template_sha256(&template, &suite.context, &suite.criteria);
+                    crate::prompt::template_sha256(&template, &brief, &suite.criteria);
                 compare::refuse_changed_prompt(&judgments, &resolved, &prompt_sha256, name)?;
             }
         }

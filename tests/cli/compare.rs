@@ -1528,3 +1528,41 @@ fn reordering_or_renaming_models_asks_the_judge_nothing_again() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(server.count(), asked, "the same questions, from the cache");
 }
+
+/// Regression: the judge prompt said "the answers were written to this brief, which every model
+/// was given" over the suite's context alone, when the models were also told the style
+/// preset's and `[run] instruction`'s sentences (a concise-style run was judged without
+/// knowing conciseness was asked for). Labellers were shown the same short brief.
+#[test]
+fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &config.replace(
+            "seed = 5\n",
+            "seed = 5\nstyle = \"concise\"\ninstruction = \"Use Python 3.12.\"\n",
+        ),
+    );
+    assert_eq!(p.run(&["generate", "--run", "s"]).status.code(), Some(0));
+    let out = p.run(&["compare", "--run", "s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let request = &server.requests()[0];
+    let prompt = request.body["messages"].to_string();
+    assert!(
+        prompt.contains(
+            "which every model was given:\\n\\nAnswer in Python.\\n\\nBe concise: give the answer"
+        ) && prompt.contains("Use Python 3.12."),
+        "{prompt}"
+    );
+    // The session's standard says the same.
+    assert_eq!(
+        p.run(&["label", "sample", "--run", "s", "--n", "1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = p.run(&["label", "export", "--run", "s"]);
+    assert!(text(&out).contains("Use Python 3.12."), "{}", text(&out));
+}

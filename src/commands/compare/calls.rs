@@ -115,7 +115,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
         task: &task.prompt,
         answer_1: &answer_1,
         answer_2: &answer_2,
-        suite_context: &ctx.suite.context,
+        suite_context: &ctx.brief,
         suite_criteria: &ctx.suite.criteria,
         nonce: &nonce,
     };

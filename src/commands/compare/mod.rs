@@ -98,6 +98,9 @@ struct Call {
 struct Ctx {
     config: Config,
     suite: Suite,
+    /// What the run's models were told ([`crate::commands::generate::model_brief`]), shown to
+    /// the judge as the brief the answers were written to.
+    brief: String,
     judges: Vec<Judge>,
     outputs: BTreeMap<(String, String), OutputRecord>,
     template: PairwiseTemplate,
@@ -145,8 +148,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
-    let (prompt_sha256, prompt_text) =
-        template_sha256(&template, &inputs.suite.context, &inputs.suite.criteria);
+    // The models' brief as the run generated it (its settings), not as judge.toml says now.
+    let brief = crate::commands::generate::model_brief(&inputs.suite, &inputs.manifest.settings);
+    let (prompt_sha256, prompt_text) = template_sha256(&template, &brief, &inputs.suite.criteria);
     refuse_changed_prompt(
         &existing,
         &inputs.judges,
@@ -194,6 +198,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         args.deadline.map(|d| std::time::Instant::now() + d),
     ));
     let ctx = Arc::new(Ctx {
+        brief,
         cache,
         checks,
         exec_basis,

@@ -76,6 +76,8 @@ struct Labelling {
     /// The run's `[run] seed` (the default of `label score --seed`).
     seed: u64,
     suite: Suite,
+    /// What the run's models were told ([`crate::commands::generate::model_brief`]).
+    brief: String,
     /// The answer texts of the sampled items, by (task, model); only those are read, so a
     /// session's memory does not grow with the run.
     texts: BTreeMap<(String, String), Option<String>>,
@@ -83,9 +85,10 @@ struct Labelling {
 }
 
 impl Labelling {
-    /// What "better" means, as the judge prompt puts it: the suite's context and criteria.
+    /// What "better" means, as the judge prompt puts it: the brief the models were given and
+    /// the suite's criteria.
     fn standard(&self) -> String {
-        crate::prompt::suite_guidance(&self.suite.context, &self.suite.criteria)
+        crate::prompt::suite_guidance(&self.brief, &self.suite.criteria)
     }
 }
 
@@ -117,6 +120,7 @@ fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
     Ok(Labelling {
         run_dir,
         seed: manifest.seed,
+        brief: crate::commands::generate::model_brief(&suite, &manifest.settings),
         suite,
         texts,
         sample,
