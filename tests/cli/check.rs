@@ -493,6 +493,13 @@ fn the_exec_judge_says_which_tasks_it_leaves_out() {
     // Per task, for whoever writes the checks.
     let out = p.run(&["check", "--run", "r", "--by-task"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "note: pass rates cover the tasks with a check.py: 1 of 2 tasks has none and is not checked (t02)"
+        ),
+        "{}",
+        text(&out)
+    );
     let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| l.split_whitespace().map(str::to_string).collect())

@@ -177,6 +177,9 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
             "warning: suite `{}` has no hidden tests (tasks/<id>/check.py): nothing to check; add a check.py to the tasks a test can decide (README: Writing a task and its check)",
             suite.name
         );
+    } else if let Some(s) = crate::commands::compare::unchecked_tasks(&suite, "not checked") {
+        // Pass rates are over the checked tasks only: say which are not among them.
+        eprintln!("note: pass rates cover the tasks with a check.py: {s}");
     }
     let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;
     run_dir.create_and_lock()?;

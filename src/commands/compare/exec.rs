@@ -18,6 +18,13 @@ pub(crate) fn refuse_exec_without_checks(suite: &Suite) -> Result<(), JudgeError
 /// Which tasks the execution judge leaves out (those without a check.py), as a warning for
 /// compare and the leaderboard; `None` when every task has one.
 pub(crate) fn exec_coverage_note(suite: &Suite) -> Option<String> {
+    unchecked_tasks(suite, "not compared")
+        .map(|s| format!("the exec judge ranks only tasks with a check.py: {s}"))
+}
+
+/// "k of n tasks have none and are {what} (t1, t2, …)" for the tasks without a check.py;
+/// `None` when every task has one.
+pub(crate) fn unchecked_tasks(suite: &Suite, what: &str) -> Option<String> {
     let unchecked: Vec<&str> = suite
         .tasks
         .iter()
@@ -35,7 +42,7 @@ pub(crate) fn exec_coverage_note(suite: &Suite) -> Option<String> {
         .join(", ");
     let more = if unchecked.len() > 5 { ", …" } else { "" };
     Some(format!(
-        "the exec judge ranks only tasks with a check.py: {} of {} tasks {} none and {} not compared ({shown}{more})",
+        "{} of {} tasks {} none and {} {what} ({shown}{more})",
         unchecked.len(),
         suite.tasks.len(),
         if unchecked.len() == 1 { "has" } else { "have" },

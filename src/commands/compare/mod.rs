@@ -42,7 +42,7 @@ mod settings;
 
 use calls::{group_by_provider, judge_call, pending_calls};
 use exec::exec_checks;
-pub(crate) use exec::{exec_coverage_note, refuse_exec_without_checks};
+pub(crate) use exec::{exec_coverage_note, refuse_exec_without_checks, unchecked_tasks};
 pub(crate) use settings::{
     judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
     resolve_judges,
