@@ -50,6 +50,14 @@ pub fn hold_exit() -> std::sync::RwLockReadGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Exits with 130 once no write that [`hold_exit`] guards is under way.
+pub fn exit_interrupted() -> ! {
+    let _wait = HOLD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+}
+
 /// Whether Ctrl-C was pressed.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)

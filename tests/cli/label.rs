@@ -1209,3 +1209,44 @@ fn sessions_and_sheets_show_an_items_latest_output() {
     let screen = text(&session(&p, "ann", "q", &[]));
     assert!(screen.contains("LATEST answer"), "{screen}");
 }
+
+/// Regression: a session reading keys from a pipe died by a SIGINT or SIGTERM (no message, no
+/// 130), where a terminal session said what it means and ended with 130.
+#[test]
+fn a_piped_session_ends_with_130_on_a_signal() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    sample(&p, 3);
+    let mut child = p
+        .judge()
+        .args(["label", "--run", "r", "--labeller", "pia"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"1\n").unwrap();
+    stdin.flush().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let path = p.path().join("runs/r/labels/pia.jsonl");
+    while !path.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("stopping (Ctrl-C): every label so far is saved"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/labels/pia.jsonl").len(), 1);
+}

@@ -61,6 +61,11 @@ impl Keys {
     fn new() -> Self {
         let stdin = std::io::stdin().lock();
         let tty = std::io::stdin().is_terminal().then(enter_cbreak).flatten();
+        if tty.is_none() {
+            // Keys from a pipe block in a read no signal ends: a SIGINT or SIGTERM ends the
+            // session with 130 and says so, as on a terminal (every label is on disk).
+            exit_on_signal(None);
+        }
         Keys {
             tty,
             stdin,
@@ -164,18 +169,25 @@ pub(super) fn enter_cbreak() -> Option<TtyMode> {
     // A SIGTERM or SIGINT from outside (the terminal's own keys no longer send them) must not
     // leave the terminal without echo: the mode is put back before the session ends with 130.
     // Every label given so far is already on disk.
+    exit_on_signal(Some(saved.clone()));
+    Some(TtyMode { saved })
+}
+
+/// Ends the session with 130 once a SIGINT or SIGTERM arrives (the listener has said what it
+/// means), first putting back the terminal mode `restore` when there is one.
+fn exit_on_signal(restore: Option<String>) {
     crate::interrupt::install();
-    let restore = saved.clone();
     let _ = std::thread::Builder::new()
-        .name("tty-restore".into())
+        .name("session-stop".into())
         .spawn(move || {
             while !crate::interrupt::requested() {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            drop(TtyMode { saved: restore });
-            std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+            if let Some(saved) = restore {
+                drop(TtyMode { saved });
+            }
+            crate::interrupt::exit_interrupted();
         });
-    Some(TtyMode { saved })
 }
 
 /// Shows `text` in `$PAGER` (default `less -R`).
