@@ -204,23 +204,56 @@ impl Scores {
     /// because kappa was undefined in them, for every row of the report; and the pooled row's
     /// independence assumption when `shared` items were labelled by several people.
     fn with_warnings(mut self, shared: usize) -> Scores {
-        let mut rows: Vec<(String, &AgreementStats)> = self
+        // (row, the confusion rows' side, its columns' side, statistics)
+        let mut rows: Vec<(String, String, String, &AgreementStats)> = self
             .labellers
             .iter()
-            .map(|l| (format!("`{}` vs the judge", l.labeller), &l.vs_judge))
+            .map(|l| {
+                (
+                    format!("`{}` vs the judge", l.labeller),
+                    "the judge".to_string(),
+                    format!("`{}`", l.labeller),
+                    &l.vs_judge,
+                )
+            })
             .collect();
-        rows.push(("everyone vs the judge".into(), &self.overall));
+        rows.push((
+            "everyone vs the judge".into(),
+            "the judge".into(),
+            "everyone".into(),
+            &self.overall,
+        ));
         rows.extend(self.human_human.iter().map(|h| {
             (
                 format!("`{}` vs `{}`", h.labeller_1, h.labeller_2),
+                format!("`{}`", h.labeller_1),
+                format!("`{}`", h.labeller_2),
                 &h.stats,
             )
         }));
         let mut warnings = Vec::new();
-        for (who, st) in rows {
+        for (who, reference, other, st) in rows {
             let Some(ci) = st.kappa_ci else { continue };
             let who = crate::report::printable(&who);
-            if ci.width() == 0.0 && st.agreement == Some(1.0) {
+            // One side that used a single category leaves kappa at 0 however many items:
+            // p_o = p_e then (Cohen 1960), and labelling more cannot move it.
+            let rows_used = st
+                .confusion
+                .iter()
+                .filter(|r| r.iter().any(|&n| n > 0))
+                .count();
+            let cols_used = (0..4)
+                .filter(|&c| st.confusion.iter().any(|r| r[c] > 0))
+                .count();
+            if ci.width() == 0.0 && st.agreement != Some(1.0) && (rows_used == 1 || cols_used == 1)
+            {
+                let side =
+                    crate::report::printable(if rows_used == 1 { &reference } else { &other });
+                warnings.push(format!(
+                    "{who}: kappa is 0 by construction, not by chance agreement alone: {side} gave every one of the {} item(s) the same category, so its choices carry no information kappa can compare; more items in that category would not change it (look at the agreement and the confusion matrix)",
+                    st.items
+                ));
+            } else if ci.width() == 0.0 && st.agreement == Some(1.0) {
                 // Every resample of items that all agree agrees on all of them.
                 warnings.push(format!(
                     "{who}: the kappa interval has zero width because all {} paired label(s) agree: resampling them cannot show how far that would hold on other items; label more items",
@@ -551,5 +584,22 @@ mod tests {
         );
         let text = String::from_utf8(render_scores(&scores, Format::Table)).expect("utf-8");
         assert!(text.contains("warning: `dave` vs the judge"), "{text}");
+
+        // eve says "a" on all six, the judge five a's and a b: kappa is 0 whatever the sample
+        // size, and the warning says why rather than asking for more items.
+        let all_a: BTreeMap<String, Option<Winner>> = sample
+            .iter()
+            .map(|s| (s.item.clone(), Some(Winner::ModelA)))
+            .collect();
+        let labels: Labels = [("eve".to_string(), all_a)].into();
+        let scores = score_labels(&sample, &verdicts, &labels, 1000, 5).expect("scores");
+        assert_eq!(scores.labellers[0].vs_judge.kappa, Some(0.0));
+        let all = scores.warnings.join("\n");
+        assert!(
+            all.contains("`eve` vs the judge: kappa is 0 by construction")
+                && all.contains("`eve` gave every one of the 6 item(s) the same category"),
+            "{all}"
+        );
+        assert!(!all.contains("label more items"), "{all}");
     }
 }
