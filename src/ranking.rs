@@ -9,6 +9,9 @@ use crate::stats::{
     Interval, Outcome, StatsError, bootstrap, elo, fit_bradley_terry, tied_ranks,
 };
 
+/// Fewer tasks than this make the task bootstrap's intervals too narrow to trust.
+const FEW_TASKS: usize = 30;
+
 /// What a row says about its pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowOutcome {
@@ -281,6 +284,13 @@ fn fit_all(
         warnings.push(
             "every task holds a single comparison, so the task bootstrap resamples single comparisons: it is the comparison bootstrap here (drawn as one), and clusters nothing".into(),
         );
+    } else if params.unit == BootstrapUnit::Task && input.n_tasks() < FEW_TASKS {
+        // Percentile intervals of a cluster bootstrap over few clusters are too narrow
+        // (Cameron, Gelbach & Miller 2008): the resamples cannot vary enough.
+        warnings.push(format!(
+            "the task bootstrap resamples only {} tasks: with fewer than {FEW_TASKS}, its intervals understate the uncertainty (too few clusters to vary); read them as a lower bound on it",
+            input.n_tasks()
+        ));
     }
     let mut standings: Vec<Standing> = (0..n)
         .map(|i| {

@@ -1101,3 +1101,36 @@ fn hints_under_another_config_say_to_add_it() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!text(&out).contains("note: add"), "{}", text(&out));
 }
+
+/// The task bootstrap over few tasks gives intervals too narrow to trust (few clusters): said.
+#[test]
+fn the_task_bootstrap_over_few_tasks_warns() {
+    let p = Project::empty();
+    let rows: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            let winner = ["model_a", "model_b", "tie"][i % 3];
+            serde_json::json!({"model_a": "x", "model_b": "y", "winner": winner, "question_id": format!("q{}", i % 4)})
+        })
+        .collect();
+    let file = battles_file(&p, "b.jsonl", &rows);
+    let run = |unit: &str| {
+        p.run(&[
+            "rank",
+            "--comparisons",
+            &file,
+            "--bootstrap-unit",
+            unit,
+            "--allow-few-resamples",
+            "--resamples",
+            "100",
+        ])
+    };
+    let out = run("task");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("the task bootstrap resamples only 4 tasks: with fewer than 30"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&run("comparison")).contains("resamples only"));
+}
