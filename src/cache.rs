@@ -370,6 +370,21 @@ mod tests {
             .put(&key, &canonical, &json!({"ok": true}))
             .expect("put");
         assert_eq!(cache.get(&key), Some(json!({"ok": true})));
+        // A response's floats read back exactly, so its digest matches on every read (without
+        // serde_json's float_roundtrip some came back one ulp off: a miss every time).
+        for x in [
+            -0.955_472_451_154_121_5,
+            1.234_567_890_123_456_7e-9,
+            3.0e-300,
+            0.1,
+        ] {
+            let value = json!({"avgLogprobs": x, "n": [x, x * 3.0]});
+            cache.put(&key, &canonical, &value).expect("put");
+            assert_eq!(cache.get(&key), Some(value), "{x}");
+        }
+        cache
+            .put(&key, &canonical, &json!({"ok": true}))
+            .expect("put");
         let path = cache.entry_path(&key);
         assert!(path.starts_with(dir.path().join(&key.as_str()[..2])));
         // Another request's entry in this key's place is a miss, however it got there.

@@ -112,20 +112,23 @@ pub fn item_key(item: &SampleItem) -> String {
         .collect()
 }
 
-/// The identity of a whole sample, written into every row of its sheet (`sample`): the first
-/// 12 hex digits of a SHA-256 over its items' ids and [`item_key`]s. A sheet exported from an
-/// earlier sample (its item ids reused) is told from the current one by it; being over every
-/// item's models, it cannot be turned back into who wrote which answer.
-pub fn sample_digest(sample: &[SampleItem]) -> String {
+/// The identity of a whole sample, written into every row of its sheet (`sample`): `s` and the
+/// first 12 hex digits of a SHA-256 over each item's id, task id and the two answers as shown
+/// (`shown`: `[item, task, answer_1, answer_2]` in sample order). A sheet exported from an
+/// earlier sample (its item ids reused) is told from the current one by it. Being over what
+/// the sheet shows, it tells a labeller nothing the sheet does not (a hash over the models
+/// shown could be brute-forced back into who wrote which answer); the `s` keeps spreadsheets
+/// from reading it as a number.
+pub fn sample_digest<'a>(shown: impl Iterator<Item = [&'a str; 4]>) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(b"judge/label-sample/v1\0");
-    for item in sample {
-        for field in [item.item.as_str(), item_key(item).as_str()] {
+    hasher.update(b"judge/label-sample/v2\0");
+    for fields in shown {
+        for field in fields {
             hasher.update((field.len() as u64).to_le_bytes());
             hasher.update(field.as_bytes());
         }
     }
-    crate::hex(&hasher.finalize()[..6])
+    format!("s{}", crate::hex(&hasher.finalize()[..6]))
 }
 
 /// A label that does not belong to the current sample. `index` counts the labeller's records

@@ -32,11 +32,12 @@
 //! <<<END_ANSWER_1 3f0c9a1be27d4405>>>
 //! ```
 //!
-//! The nonce comes from [`fence_nonce`]: 16 hex digits of a SHA-256 over the run seed, the task
-//! id, the pair of model ids and the ordering. It is deterministic, so a repeated run sends the
-//! identical request and hits the cache; an answer, written before the judge call by a model
-//! that cannot compute SHA-256 over the run's seed, holds it only by chance, so it cannot close
-//! its own fence. It is a hash and reveals no model id. If any input
+//! The nonce comes from [`fence_nonce`]: 16 hex digits of a SHA-256 over the run seed, the
+//! task's text and the two answers as shown (and the ordering when they are equal). It is
+//! deterministic and depends only on what the call shows, so a repeated run sends the
+//! identical request and hits the cache, also after models are renamed or reordered; an
+//! answer cannot hold its own call's nonce, a hash over that very answer, so it cannot close
+//! its own fence. It reveals none of its inputs. If any input
 //! contains the nonce (ASCII case ignored), rendering fails with
 //! [`PromptError::NonceCollision`] rather than produce a fence the answer could forge.
 //!

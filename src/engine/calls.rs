@@ -22,6 +22,8 @@ pub struct CallResult {
     pub from_cache: bool,
     /// HTTP attempts (0 for a cache hit).
     pub attempts: u32,
+    /// The reply was written to the cache by this call.
+    pub stored: bool,
 }
 
 /// How a call uses the cache.
@@ -65,11 +67,17 @@ fn key_lock(key: &str) -> Arc<tokio::sync::Mutex<()>> {
         .clone()
 }
 
-/// Drops the lock of `key` once nobody else holds or awaits it (the map holds one reference,
-/// `held` the other).
+/// Drops this caller's reference to the lock of `key`, and the map's once nobody else holds
+/// or awaits it (under the map's lock, so that of two callers finishing together the last
+/// removes it).
 fn release_key(key: &str, held: Arc<tokio::sync::Mutex<()>>) {
     let mut map = in_flight();
-    if Arc::strong_count(&held) <= 2 {
+    drop(held);
+    if map
+        .locks
+        .get(key)
+        .is_some_and(|l| Arc::strong_count(l) == 1)
+    {
         map.locks.remove(key);
     }
 }
@@ -110,7 +118,9 @@ pub async fn cached_call(
             stop,
         )
         .await;
-        if refresh && result.as_ref().is_some_and(|r| !r.from_cache) {
+        // Only a reply this call cached answers an identical refresh: after a failure (never
+        // cached) the entry is still the one the refresh was to bypass.
+        if refresh && result.as_ref().is_some_and(|r| r.stored) {
             in_flight().refreshed.insert(key.as_str().to_string());
         }
         result
@@ -146,6 +156,7 @@ async fn call_locked(
         cache_key: key.as_str().to_string(),
         from_cache: false,
         attempts: 0,
+        stored: false,
     };
     if !refresh
         && let Some(reply) = cache
@@ -189,6 +200,7 @@ async fn call_locked(
                 return None;
             }
             result.reply = reply;
+            result.stored = true;
             Some(result)
         }
         Err(e) if e.class.is_fatal() => {

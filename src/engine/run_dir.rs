@@ -86,7 +86,9 @@ pub fn claim_fresh_run_name(runs_dir: &Path, base: &str) -> anyhow::Result<Strin
 }
 
 /// The run under `runs_dir` started last: the greatest manifest `created_at` (UTC, so the text
-/// orders as the time), ties broken by name; `None` when no folder holds a readable manifest.
+/// orders as the time; whole seconds), runs started in the same second by when their folder
+/// was made (where the filesystem keeps it), then by name; `None` when no folder holds a
+/// readable manifest.
 pub fn latest_run(runs_dir: &Path) -> anyhow::Result<Option<String>> {
     #[derive(Deserialize)]
     struct Started {
@@ -99,7 +101,7 @@ pub fn latest_run(runs_dir: &Path) -> anyhow::Result<Option<String>> {
             return Err(e).with_context(|| format!("failed to read `{}`", runs_dir.display()));
         }
     };
-    let mut best: Option<(String, String)> = None;
+    let mut best: Option<(String, std::time::SystemTime, String)> = None;
     for entry in entries {
         let entry = entry.with_context(|| format!("failed to read `{}`", runs_dir.display()))?;
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
@@ -114,12 +116,16 @@ pub fn latest_run(runs_dir: &Path) -> anyhow::Result<Option<String>> {
         let Ok(started) = serde_json::from_str::<Started>(&text) else {
             continue;
         };
-        let candidate = (started.created_at, name);
+        let made = entry
+            .metadata()
+            .and_then(|m| m.created())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let candidate = (started.created_at, made, name);
         if best.as_ref().is_none_or(|b| candidate > *b) {
             best = Some(candidate);
         }
     }
-    Ok(best.map(|(_, name)| name))
+    Ok(best.map(|(_, _, name)| name))
 }
 
 /// Run names become folder names: letters, digits, `.`, `_`, `-`; not starting with `.`.

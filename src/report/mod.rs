@@ -7,13 +7,13 @@ pub mod leaderboard;
 pub mod progress;
 pub mod summary;
 
-/// Formats a dollar amount: `$0.0123`, `$12.35`, and a known cost too small for four
-/// decimals with two significant digits (`$0.000027`), so that it never reads as `$0.0000`.
+/// Formats a dollar amount: `$0.0123`, `$12.35`, and a known cost below $0.0001 with two
+/// significant digits (`$0.000027`), so that it never reads as `$0.0000`.
 pub fn format_usd(x: f64) -> String {
     let x = x + 0.0; // turns -0.0 (the sum of nothing) into 0.0
     if x == 0.0 || x.abs() >= 1.0 {
         format!("${x:.2}")
-    } else if x.abs() >= 0.000_05 {
+    } else if x.abs() >= 0.000_1 {
         format!("${x:.4}")
     } else {
         // Decimals up to the second significant digit.
@@ -366,6 +366,8 @@ mod tests {
         assert_eq!(format_usd(12.345), "$12.35");
         assert_eq!(format_usd(0.0123), "$0.0123");
         assert_eq!(format_usd(0.000_027), "$0.000027");
+        assert_eq!(format_usd(0.000_051), "$0.000051");
+        assert_eq!(format_usd(0.000_1), "$0.0001");
         assert_eq!(format_usd(0.000_001_34), "$0.0000013");
         assert_eq!(format_usd(3e-15), "$3.0e-15");
         for x in [1e-4, 4.9e-5, 1e-5, 1e-6, 7.7e-9, 1e-12] {

@@ -1222,6 +1222,14 @@ fn run_latest_names_the_most_recently_started_run() {
     for run in ["older", "newer"] {
         assert_eq!(p.run(&["generate", "--run", run]).status.code(), Some(0));
     }
+    // Started in the same second (most likely): the one started last is still found (by when
+    // its folder was made), not the greater name.
+    let out = p.run(&["rank", "--run", "latest"]);
+    assert!(
+        text(&out).contains("--run latest is run `newer`"),
+        "{}",
+        text(&out)
+    );
     // Started the same second: the manifests' times decide, not the names.
     let manifest = p.read("runs/older/manifest.json");
     let later = manifest.replacen("\"created_at\": \"", "\"created_at\": \"9", 1);
@@ -1378,4 +1386,40 @@ fn records_of_unknown_tasks_or_models_are_refused() {
             );
         }
     }
+}
+
+/// Regression: under --refresh, a failure of the first of two identical requests let the
+/// second take the stale cache entry the refresh was to bypass.
+#[test]
+fn a_refresh_that_failed_does_not_serve_the_stale_entry_to_its_twin() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let failing = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = failing.clone();
+    let server = FakeServer::start(move |_, n| {
+        if flag.swap(false, Ordering::SeqCst) {
+            Reply::status(400, "{\"error\": \"bad request\"}")
+        } else {
+            Reply::ok(&format!("answer number {n}"))
+        }
+    });
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    p.write(
+        "suites/demo/tasks/t02/prompt.md",
+        "Task number 1: write f1().",
+    );
+    let generate = |args: &[&str]| {
+        let mut all = vec!["generate", "--model", "alpha"];
+        all.extend_from_slice(args);
+        p.run(&all)
+    };
+    assert_eq!(generate(&["--run", "a"]).status.code(), Some(0));
+    let stale = p.jsonl("runs/a/outputs.jsonl")[0]["text"].clone();
+    failing.store(true, Ordering::SeqCst);
+    let out = generate(&["--run", "b", "--refresh"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let records = p.jsonl("runs/b/outputs.jsonl");
+    let ok: Vec<_> = records.iter().filter(|r| r["status"] == "ok").collect();
+    assert_eq!(ok.len(), 1, "{records:?}");
+    assert_ne!(ok[0]["text"], stale, "{records:?}");
+    assert_eq!(ok[0]["from_cache"], false);
 }

@@ -1098,7 +1098,10 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
     // Arrow and function keys label nothing (Down, `ESC [ B`, was read as `b`, both bad).
     let out = in_terminal(
         "ann",
-        &["\x1b[B", "\x1b[2~", "\x1bOS", "\x1b[15~", "\x1b", "q"],
+        // Also Option+← on a Mac (`ESC b`) and the Linux console's F2 (`ESC [ [ B`).
+        &[
+            "\x1b[B", "\x1b[2~", "\x1bOS", "\x1b[15~", "\x1bb", "\x1b[[B", "q",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
@@ -1107,7 +1110,8 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
         text(&out)
     );
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("arrow and function keys do nothing here"),
+        String::from_utf8_lossy(&out.stdout)
+            .contains("arrow, function and Alt keys do nothing here"),
         "{}",
         text(&out)
     );

@@ -300,6 +300,14 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// [`sample_digest`] of the open sample, over what its sheet shows.
+fn digest_of(l: &Labelling) -> String {
+    sample_digest(l.sample.iter().map(|item| {
+        let (_, a1, a2) = answers(l, item);
+        [item.item.as_str(), item.task.as_str(), a1, a2]
+    }))
+}
+
 fn answers<'a>(l: &'a Labelling, item: &SampleItem) -> (&'a str, &'a str, &'a str) {
     let (m1, m2) = item.shown();
     let text = |m: &str| {

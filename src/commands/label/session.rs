@@ -35,8 +35,6 @@ pub(super) const KEYS_HELP: &str = "Which answer is better?  1 · 2 · t tie · 
 pub(super) struct Keys {
     tty: Option<TtyMode>,
     stdin: std::io::StdinLock<'static>,
-    /// A key read while looking for the end of an escape sequence (a lone Esc, then a key).
-    pending: Option<u8>,
 }
 
 /// What [`Keys::next`] returns for an arrow, function or other escape-sequence key: none of
@@ -66,17 +64,10 @@ impl Keys {
             // session with 130 and says so, as on a terminal (every label is on disk).
             exit_on_signal(None);
         }
-        Keys {
-            tty,
-            stdin,
-            pending: None,
-        }
+        Keys { tty, stdin }
     }
 
     fn byte(&mut self) -> Option<u8> {
-        if let Some(b) = self.pending.take() {
-            return Some(b);
-        }
         let mut b = [0u8; 1];
         match std::io::Read::read(&mut self.stdin, &mut b) {
             Ok(0) | Err(_) => None,
@@ -85,21 +76,30 @@ impl Keys {
     }
 
     /// Reads the rest of an escape sequence after its ESC: `ESC [` parameters and a final
-    /// byte (0x40–0x7E), or `ESC O` and one byte. Any other byte after ESC is a key of its own,
-    /// kept for the next read.
+    /// byte (0x40–0x7E; the Linux console's F1–F5 are `ESC [ [` and a letter), `ESC O` and one
+    /// byte, or a key pressed with Alt/Option (`ESC b` is Option+← on a Mac): none of them is
+    /// a label. A lone Esc takes the key after it too (there is no telling them apart without
+    /// a timeout); the message says to press it again.
     fn skip_escape(&mut self) {
         match self.byte() {
-            Some(b'[') => {
-                while let Some(b) = self.byte() {
-                    if (0x40..=0x7e).contains(&b) {
-                        break;
+            Some(b'[') => match self.byte() {
+                Some(b'[') => {
+                    let _ = self.byte();
+                }
+                Some(b) if (0x40..=0x7e).contains(&b) => {}
+                Some(_) => {
+                    while let Some(b) = self.byte() {
+                        if (0x40..=0x7e).contains(&b) {
+                            break;
+                        }
                     }
                 }
-            }
+                None => {}
+            },
             Some(b'O') => {
                 let _ = self.byte();
             }
-            other => self.pending = other,
+            _ => {}
         }
     }
 
@@ -284,7 +284,10 @@ pub(super) fn session(
                     .find(|it| state.contains_key(*it))
                     .cloned()
                 else {
-                    writeln!(out, "nothing to undo")?;
+                    notice = "nothing to undo\n".to_string();
+                    if !clear_screen {
+                        write!(out, "{notice}")?;
+                    }
                     continue;
                 };
                 // A saved label whose models were shown (--reveal, in this session or an
@@ -319,7 +322,7 @@ pub(super) fn session(
                 None => {
                     // Kept above the next screen (a terminal's is cleared first).
                     notice = if k == ESCAPE_KEY {
-                        "arrow and function keys do nothing here (`v` views the item in a pager)\n"
+                        "arrow, function and Alt keys do nothing here (`v` views the item in a pager; after Esc, press your key again)\n"
                             .to_string()
                     } else {
                         format!("unknown key `{}`\n", k.escape_debug())

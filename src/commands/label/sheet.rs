@@ -14,7 +14,7 @@ pub(super) fn export(cli: &Cli, args: &LabelExportArgs) -> anyhow::Result<Outcom
     w.write_record([
         "item", "task", "standard", "prompt", "answer_1", "answer_2", "choice", "sample",
     ])?;
-    let digest = sample_digest(&l.sample);
+    let digest = digest_of(&l);
     let standard = l.standard();
     let standard = sheet_cell(&standard);
     for item in &l.sample {
@@ -257,7 +257,7 @@ pub(super) fn read_sheet(
         ))
         .into());
     }
-    let digest = sample_digest(&l.sample);
+    let digest = digest_of(l);
     let by_id: BTreeMap<&str, &SampleItem> =
         l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
