@@ -507,6 +507,11 @@ pub struct LabelScoreArgs {
     /// Bootstrap seed (default: the run's seed).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
+    /// Score the labels against this judge of the run instead of the one the sample was drawn
+    /// for (the items are the same comparisons for every judge); the report is not written to
+    /// labels/agreement.json then, which stays the sample judge's.
+    #[arg(long, value_name = "ID")]
+    pub judge: Option<String>,
     /// Report format [default: from --output's extension (.json, .csv, .md), else table]
     #[arg(long, value_enum)]
     pub format: Option<crate::report::Format>,

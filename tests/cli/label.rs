@@ -1254,3 +1254,49 @@ fn a_piped_session_ends_with_130_on_a_signal() {
     );
     assert_eq!(p.jsonl("runs/r/labels/pia.jsonl").len(), 1);
 }
+
+/// Labels drawn for one judge are scored against another of the run with `--judge` (the items
+/// are the same comparisons); labels/agreement.json stays the sample judge's.
+#[test]
+fn labels_are_scored_against_any_judge_of_the_run() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &format!("{config}\n[[judges]]\nid = \"judge-y\"\nprovider = \"j\"\nmodel = \"jm2\"\nfamily = \"judge-labs\"\n"),
+    );
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-y"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&[
+        "label", "sample", "--run", "r", "--n", "4", "--judge", "judge-x",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        session(&p, "kim", "1\n1\n2\nt\n", &[]).status.code(),
+        Some(0)
+    );
+    let score = |extra: &[&str]| {
+        let mut args = vec!["label", "score", "--run", "r", "--format", "json"];
+        args.extend_from_slice(extra);
+        p.run(&args)
+    };
+    let out = score(&["--judge", "judge-y"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["judge"], "judge-y");
+    assert_eq!(report["labellers"][0]["vs_judge"]["items"], 4);
+    assert!(!p.path().join("runs/r/labels/agreement.json").exists());
+    let out = score(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stored: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/labels/agreement.json")).unwrap();
+    assert_eq!(stored["judge"], "judge-x");
+    let out = score(&["--judge", "nobody"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("judges: judge-x, judge-y"),
+        "{}",
+        text(&out)
+    );
+}

@@ -409,6 +409,17 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
+    let sample_judge = l.sample[0].judge.as_str();
+    let judge = args.judge.as_deref().unwrap_or(sample_judge);
+    if !comparisons.iter().any(|c| c.judge == judge) {
+        let judges: BTreeSet<&str> = comparisons.iter().map(|c| c.judge.as_str()).collect();
+        return Err(JudgeError::usage(format!(
+            "run `{}` has no comparisons by judge `{judge}` (judges: {})",
+            args.run,
+            judges.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+        .into());
+    }
     let verdicts: BTreeMap<&str, Option<crate::stats::LabelCategory>> = l
         .sample
         .iter()
@@ -416,7 +427,7 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
             let v = comparisons
                 .iter()
                 .find(|c| {
-                    c.judge == s.judge
+                    c.judge == judge
                         && c.task == s.task
                         && c.model_a == s.model_a
                         && c.model_b == s.model_b
@@ -436,7 +447,11 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
         .extend(labels.iter().filter_map(|(who, records)| {
             after_reveal_warning(who, labels_after_reveal(&l.sample, records))
         }));
-    write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
+    scores.judge = judge.to_string();
+    // labels/agreement.json is the sample judge's; another judge's report goes only where asked.
+    if judge == sample_judge {
+        write_json_atomic(&l.run_dir.file("labels/agreement.json"), &scores)?;
+    }
     let format = crate::report::output_format(args.format, args.output.as_deref());
     write_stdout_or_file(&render_scores(&scores, format), args.output.as_deref())?;
     // The table and Markdown carry their warnings; data formats keep them out of the data.
