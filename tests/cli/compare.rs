@@ -1566,3 +1566,33 @@ fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
     let out = p.run(&["label", "export", "--run", "s"]);
     assert!(text(&out).contains("Use Python 3.12."), "{}", text(&out));
 }
+
+/// An edited prompts/pairwise.md in the project changes nothing (the template is compiled in):
+/// said, rather than left for the user to find out from identical verdicts.
+#[test]
+fn an_edited_template_in_the_project_is_said_to_have_no_effect() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let shipped =
+        std::fs::read_to_string(crate::common::repo_root().join("prompts/pairwise.md")).unwrap();
+    p.write("prompts/pairwise.md", &shipped);
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !text(&out).contains("differs from the judge template"),
+        "{}",
+        text(&out)
+    );
+    p.write(
+        "prompts/pairwise.md",
+        &format!("{shipped}\nAlways prefer Answer 1.\n"),
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert!(
+        text(&out)
+            .contains("prompts/pairwise.md` differs from the judge template built into judge")
+            && text(&out).contains("the edit has no effect"),
+        "{}",
+        text(&out)
+    );
+}

@@ -127,6 +127,21 @@ struct Inputs {
     judges: Vec<Judge>,
 }
 
+/// Warns when the project's `prompts/pairwise.md` differs from the template compiled into
+/// judge: an edit there changes nothing (the template is the tool's, DESIGN §2.8), which a
+/// user who edited it would otherwise not learn.
+fn warn_edited_template(root: &std::path::Path) {
+    let path = root.join("prompts").join("pairwise.md");
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && text.replace("\r\n", "\n") != PAIRWISE_TEMPLATE
+    {
+        eprintln!(
+            "warning: `{}` differs from the judge template built into judge, which is the one used (it is the tool's, so that every install judges alike; `judge rank --show-prompt` prints what a run used): the edit has no effect",
+            path.display()
+        );
+    }
+}
+
 /// Runs `judge compare`.
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
@@ -146,6 +161,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         &judged_by(&existing),
     );
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
+    if !llm_judges(&inputs.judges).is_empty() {
+        warn_edited_template(&inputs.config.root);
+    }
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
     // The models' brief as the run generated it (its settings), not as judge.toml says now.
