@@ -12,9 +12,10 @@ use clap::{Args, Parser, Subcommand};
 /// Pipeline: `generate` collects one output per task and model (cached on disk); later commands
 /// judge, rank and check them. Everything a command writes goes to runs/<run>/.
 ///
-/// Exit codes: 0 success · 1 finished but some items failed · 2 usage, config or suite error ·
-/// 3 a provider refused the run (auth, quota, unknown model) · 130 interrupted (partial results
-/// kept; rerun to resume).
+/// Exit codes: 0 success · 1 finished but some items failed or comparisons are missing (also an
+/// unexpected I/O error, such as a full disk) · 2 usage, config or suite error, or the run is in
+/// use by another judge process · 3 a provider refused the run (auth, quota, unknown model) ·
+/// 130 interrupted (partial results kept; rerun to resume). README: Exit codes.
 #[derive(Debug, Parser)]
 #[command(
     name = "judge",
@@ -421,7 +422,8 @@ pub enum LabelAction {
     /// Draw the sample: comparisons spread evenly over tasks and model pairs (random within
     /// them, seeded), each with a random (seeded) choice of which answer is shown first.
     Sample(LabelSampleArgs),
-    /// Write the blind sheet (item, task, standard, prompt, answer_1, answer_2, empty choice) as CSV.
+    /// Write the blind sheet (item, task, standard, prompt, answer_1, answer_2, empty choice,
+    /// sample) as CSV; keep the `sample` column: import needs it.
     Export(LabelExportArgs),
     /// Import a filled sheet for a labeller; every row is validated first, nothing is
     /// imported if one is wrong.
@@ -476,7 +478,7 @@ pub enum SheetFormat {
 #[derive(Debug, Args)]
 pub struct LabelImportArgs {
     /// The filled sheet (CSV from `label export`; it needs its `item`, `choice` and `sample`
-    /// columns).
+    /// columns, or, for a sheet from before `sample` existed, both answer columns).
     pub file: PathBuf,
     /// The run the sheet was exported from (`latest`: the most recently started).
     #[arg(long, value_name = "NAME")]

@@ -94,7 +94,19 @@ pub fn main_entry() -> ExitCode {
     let result = commands::dispatch(cli);
     engine::run_dir::release_kept_locks();
     match result {
-        Ok(outcome) => outcome.exit_code(),
+        Ok(outcome) => {
+            // Failed items come with a `judge … --retry-failed` hint, written for ./judge.toml.
+            if outcome != error::Outcome::Success
+                && let Some(flag) = config_flag_needed()
+            {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: add `{flag}` to the judge commands above"
+                );
+            }
+            outcome.exit_code()
+        }
         Err(err) => {
             use std::io::Write;
             // Written without `eprintln!`, which panics when stderr cannot be written: the
@@ -112,8 +124,12 @@ pub fn main_entry() -> ExitCode {
                 );
             }
             // The commands a message suggests are written for ./judge.toml.
+            let interrupted = matches!(
+                err.downcast_ref::<error::JudgeError>(),
+                Some(error::JudgeError::Interrupted(_))
+            );
             if let Some(flag) = config_flag_needed()
-                && err.chain().any(|c| c.to_string().contains("`judge "))
+                && (interrupted || err.chain().any(|c| c.to_string().contains("`judge ")))
             {
                 let _ = writeln!(stderr, "note: add `{flag}` to the judge commands above");
             }

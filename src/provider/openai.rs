@@ -169,10 +169,10 @@ pub fn classify_status(status: u16, body: &str) -> ProviderError {
     if class == ErrorClass::UnsupportedSetting {
         message.push_str(match unsupported.as_deref() {
             Some("max_tokens") => {
-                "; this model takes its token cap as `max_completion_tokens`: set `token_limit_field = \"max_completion_tokens\"` in its [providers] table"
+                "; this model takes its token cap as `max_completion_tokens`: set `token_limit_field = \"max_completion_tokens\"` in its [providers] table (a table of its own, with the same base_url, when other models of that provider have answered in the run: a run's provider keeps its field)"
             }
             Some("temperature") => {
-                "; this model takes only its default temperature, 1: as a judge set `judge_temperature = 1.0` under [run]; as a model set `temperature = 1.0` under [run], which every model then gets alike"
+                "; this model takes only its default temperature, 1: as a judge set `judge_temperature = 1.0` under [run]; as a model set `temperature = 1.0` under [run], which every model then gets alike, in a new run (a run keeps its [run] settings)"
             }
             _ => {
                 "; judge sends every model the same request fields, so this model cannot be used as it is (see the README on OpenAI reasoning models)"

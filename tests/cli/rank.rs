@@ -1079,9 +1079,11 @@ fn an_outputs_temp_file_left_by_a_killed_writer_is_removed() {
 /// the command line, the error says to add it; through JUDGE_CONFIG, they work as printed.
 #[test]
 fn hints_under_another_config_say_to_add_it() {
-    let p = Project::with_suite(1, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
-    p.write("suites/demo/answers/a/t01.md", "x");
-    p.write("suites/demo/answers/b/t01.md", "y");
+    let p = Project::with_suite(2, &files_config(&[("a", "a", "f"), ("b", "b", "g")]));
+    for task in ["t01", "t02"] {
+        p.write(&format!("suites/demo/answers/a/{task}.md"), "x");
+        p.write(&format!("suites/demo/answers/b/{task}.md"), "y");
+    }
     std::fs::rename(p.path().join("judge.toml"), p.path().join("other.toml")).unwrap();
     let out = p.run(&["--config", "other.toml", "generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -1100,6 +1102,16 @@ fn hints_under_another_config_say_to_add_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!text(&out).contains("note: add"), "{}", text(&out));
+    // Failed items end with a `--retry-failed` hint: the note follows it too.
+    std::fs::remove_file(p.path().join("suites/demo/answers/b/t02.md")).unwrap();
+    let out = p.run(&["--config", "other.toml", "generate", "--run", "r2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("--retry-failed")
+            && text(&out).contains("note: add `--config other.toml` to the judge commands above"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// The task bootstrap over few tasks gives intervals too narrow to trust (few clusters): said.
