@@ -93,6 +93,12 @@ pub enum Command {
     /// with no network and no key. Judges: --judge, else every [[judges]] entry, else `exec`.
     Run(RunArgs),
 
+    /// Write a starter project to edit: judge.toml (OpenAI and Anthropic providers, two
+    /// models, a judge of another family) and a suite with one task and its hidden test.
+    ///
+    /// Replaces nothing: a folder that already holds any of its files is refused.
+    Init(InitArgs),
+
     /// Human labelling: a blind stratified sample, labelled in the terminal or a spreadsheet,
     /// scored against the judge with agreement and Cohen's kappa.
     ///
@@ -343,6 +349,17 @@ pub struct RankArgs {
     pub timings: bool,
 }
 
+/// `judge init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to write the project into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The suite's name (its folder under suites/).
+    #[arg(long, value_name = "NAME", default_value = "my-suite")]
+    pub suite: String,
+}
+
 /// `judge run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -540,6 +557,7 @@ impl Command {
             Command::Check(a) => Some(&mut a.run),
             Command::Rank(a) => a.run.as_mut(),
             Command::Run(a) => a.run.as_mut(),
+            Command::Init(_) => None,
             Command::Label(a) => match &mut a.action {
                 Some(LabelAction::Sample(a)) => Some(&mut a.run),
                 Some(LabelAction::Export(a)) => Some(&mut a.run),

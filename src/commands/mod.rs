@@ -4,6 +4,7 @@
 pub mod check;
 pub mod compare;
 pub mod generate;
+pub mod init;
 pub mod label;
 pub mod rank;
 pub mod run;
@@ -21,6 +22,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<Outcome> {
         Command::Rank(args) => rank::run(&cli, args),
         Command::Run(args) => run::run(&cli, args),
         Command::Label(args) => label::run(&cli, args),
+        Command::Init(args) => init::run(&cli, args),
     }
 }
 

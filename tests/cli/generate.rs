@@ -1423,3 +1423,67 @@ fn a_refresh_that_failed_does_not_serve_the_stale_entry_to_its_twin() {
     assert_ne!(ok[0]["text"], stale, "{records:?}");
     assert_eq!(ok[0]["from_cache"], false);
 }
+
+/// `judge init` writes a project that loads (config and suite) and whose starter check passes
+/// a correct answer and fails a naive one; it replaces nothing.
+#[test]
+fn init_writes_a_starter_project_that_loads_and_checks() {
+    let p = Project::empty();
+    let out = p.run(&["init", "proj", "--suite", "demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for file in [
+        "proj/judge.toml",
+        "proj/suites/demo/suite.toml",
+        "proj/suites/demo/tasks/slugify/prompt.md",
+        "proj/suites/demo/tasks/slugify/check.py",
+    ] {
+        assert!(p.path().join(file).is_file(), "{file}");
+    }
+    // It loads: the first thing it lacks is the key (no request is made without it).
+    let out = p
+        .judge()
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["--config", "proj/judge.toml", "generate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`OPENAI_API_KEY`"), "{}", text(&out));
+    // Nothing is replaced.
+    let before = p.read("proj/judge.toml");
+    let out = p.run(&["init", "proj", "--suite", "demo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("exists already"), "{}", text(&out));
+    assert_eq!(p.read("proj/judge.toml"), before);
+    // The starter check tells a correct slugify from a naive one.
+    let good = "```python\nimport re, unicodedata\n\ndef slugify(title):\n    ascii = unicodedata.normalize('NFKD', title).encode('ascii', 'ignore').decode()\n    return '-'.join(re.findall(r'[a-z0-9]+', ascii.lower()))\n```\n";
+    let naive = "```python\ndef slugify(title):\n    return title.lower().replace(' ', '-')\n```\n";
+    p.write("proj/suites/demo/answers/good/slugify.md", good);
+    p.write("proj/suites/demo/answers/naive/slugify.md", naive);
+    p.write(
+        "proj/judge.toml",
+        &files_config(&[("good", "good", "f"), ("naive", "naive", "g")]),
+    );
+    let out = p.run(&["--config", "proj/judge.toml", "generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&[
+        "--config",
+        "proj/judge.toml",
+        "check",
+        "--run",
+        "r",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let checks = p.jsonl("proj/runs/r/checks.jsonl");
+    let result = |model: &str| {
+        checks
+            .iter()
+            .find(|c| c["model"] == model)
+            .map(|c| c["result"].clone())
+            .unwrap()
+    };
+    assert_eq!(result("good"), "pass", "{checks:?}");
+    assert_eq!(result("naive"), "fail", "{checks:?}");
+}
