@@ -64,7 +64,19 @@ pub fn load_run<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, false, &|_| Ok(true))
+    load_run_locked(config, run, false, false, &|_| Ok(true))
+}
+
+/// [`load_run`] (or [`load_run_shared`] when `shared`) for a command that only reads what the
+/// run recorded (`rank`, `label score`): a suite edited since the run, with the same tasks,
+/// is a warning rather than a refusal (a typo fixed in a prompt must not hide a run's
+/// leaderboard), and the run keeps the suite it recorded.
+pub fn load_run_recorded<R: crate::records::OutputRow>(
+    config: &crate::config::Config,
+    run: &str,
+    shared: bool,
+) -> anyhow::Result<LoadedRun<R>> {
+    load_run_locked(config, run, shared, true, &|_| Ok(true))
 }
 
 /// [`load_run`] that asks `wants_outputs` of the suite before the outputs are read (they may
@@ -74,7 +86,7 @@ pub fn load_run_if<R: crate::records::OutputRow>(
     run: &str,
     wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, false, wants_outputs)
+    load_run_locked(config, run, false, false, wants_outputs)
 }
 
 /// [`load_run`] under a shared lock (see [`crate::engine::run_dir::RunDir::lock_shared`]):
@@ -83,13 +95,14 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, true, &|_| Ok(true))
+    load_run_locked(config, run, true, false, &|_| Ok(true))
 }
 
 fn load_run_locked<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
     shared: bool,
+    read_only: bool,
     wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
 ) -> anyhow::Result<LoadedRun<R>> {
     use crate::error::JudgeError;
@@ -115,19 +128,26 @@ fn load_run_locked<R: crate::records::OutputRow>(
     }
     let mut manifest = crate::engine::manifest::read_manifest(&run_dir)?;
     let suite = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)?;
-    if !suite.is_recorded_as(&manifest.suite.hash) {
+    let changed = !suite.is_recorded_as(&manifest.suite.hash);
+    if changed {
         let what = crate::engine::manifest::suite_changes(&manifest.suite, &suite);
-        return Err(JudgeError::usage(format!(
-            "suite `{}` has changed since run `{run}` was generated ({what}); use the unchanged suite or generate a new run",
+        if !(read_only && same_tasks(&manifest.suite, &suite)) {
+            return Err(JudgeError::usage(format!(
+                "suite `{}` has changed since run `{run}` was generated ({what}); use the unchanged suite or generate a new run",
+                suite.name
+            ))
+            .into());
+        }
+        eprintln!(
+            "warning: suite `{}` has changed since run `{run}` was generated ({what}), with the same tasks: read as the run recorded it (outputs, verdicts and checks are the run's; anything new needs the unchanged suite or a new run)",
             suite.name
-        ))
-        .into());
+        );
     }
     // A run recorded with the hash over answers/ too, or without file digests, is brought up
     // to date while its suite is unchanged: later answer sets can join it, and a later change
     // is named. Only under the exclusive lock (a shared holder writes no manifest).
     let current = crate::engine::manifest::SuiteInfo::of(&suite);
-    if !shared && manifest.suite != current {
+    if !shared && !changed && manifest.suite != current {
         manifest.suite = current;
         crate::engine::run_dir::write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     }
@@ -183,6 +203,18 @@ pub(crate) fn refuse_foreign_outputs<'a>(
         .into());
     }
     Ok(())
+}
+
+/// Whether `suite` has the tasks the run recorded (by the task folders of its file digests;
+/// `false` for a run that recorded none).
+fn same_tasks(recorded: &crate::engine::manifest::SuiteInfo, suite: &crate::suite::Suite) -> bool {
+    let then: std::collections::BTreeSet<&str> = recorded
+        .files
+        .keys()
+        .filter_map(|path| path.strip_prefix("tasks/")?.split('/').next())
+        .collect();
+    let now: std::collections::BTreeSet<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    !then.is_empty() && then == now
 }
 
 /// One record per (task, model): the last in the file, as generate's final rewrite keeps. A

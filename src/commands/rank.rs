@@ -11,7 +11,6 @@ use anyhow::Context;
 use crate::battles::{ArrayLines, BattlesError, BattlesShape, battles_shape, parse_battles_judged};
 use crate::cli::{Cli, RankArgs};
 use crate::commands::compare::{COMPARISONS_FILE, JUDGMENTS_FILE};
-use crate::commands::load_run;
 use crate::config::load_config;
 use crate::engine::run_dir::{RunDir, read_jsonl_repairing};
 use crate::error::{JudgeError, Outcome};
@@ -247,9 +246,9 @@ fn from_run(
     let config = load_config(&cli.config)?;
     // The human leaderboard is labelling's: it shares the lock with labelling sessions.
     let (mut run_dir, manifest, suite, outputs) = if args.from_labels {
-        crate::commands::load_run_shared(&config, run)?
+        crate::commands::load_run_recorded(&config, run, true)?
     } else {
-        load_run(&config, run)?
+        crate::commands::load_run_recorded(&config, run, false)?
     };
     // Said on stderr and in every leaderboard (JSON `warnings`, under the Markdown).
     let mut warnings = Vec::new();

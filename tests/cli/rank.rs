@@ -1146,3 +1146,47 @@ fn the_task_bootstrap_over_few_tasks_warns() {
     );
     assert!(!text(&run("comparison")).contains("resamples only"));
 }
+
+/// A typo fixed in a task's prompt after a run no longer hides the run's leaderboard: rank reads
+/// the run as recorded, with a warning; what would add to the run is still refused, and so is
+/// a suite whose tasks changed.
+#[test]
+fn rank_reads_a_run_whose_suite_was_edited_with_the_same_tasks() {
+    let p = Project::offline();
+    let out = p.run(&["run", "--run", "r", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board = p.read("runs/r/leaderboard.json");
+    let prompt = "suites/python-pitfalls/tasks/atomic-file-write/prompt.md";
+    let text_before = p.read(prompt);
+    p.write(prompt, &format!("{text_before}\n(A typo fixed.)\n"));
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "has changed since run `r` was generated (tasks/atomic-file-write/prompt.md changed"
+        ) && text(&out).contains("with the same tasks: read as the run recorded it"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        p.read("runs/r/leaderboard.json"),
+        board,
+        "the same leaderboard"
+    );
+    let manifest = p.read("runs/r/manifest.json");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        p.read("runs/r/manifest.json"),
+        manifest,
+        "the run keeps its suite"
+    );
+    // Another task set: refused.
+    p.write(prompt, &text_before);
+    p.write(
+        "suites/python-pitfalls/tasks/a-new-task/prompt.md",
+        "Write f().",
+    );
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

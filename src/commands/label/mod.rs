@@ -95,9 +95,18 @@ impl Labelling {
 /// Opens a run for labelling under a shared lock: many people label (and score, export) at
 /// once; what changes the run (a new sample, compare) waits for all of them.
 fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
+    open_as(cli, run, false)
+}
+
+/// [`open`]; `read_only` (scoring, which shows no task) takes a suite edited since the run,
+/// with the same tasks, as the run recorded it (see [`crate::commands::load_run_recorded`]).
+fn open_as(cli: &Cli, run: &str, read_only: bool) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
-    let (run_dir, manifest, suite, _) =
-        crate::commands::load_run_shared::<OutputBrief>(&config, run)?;
+    let (run_dir, manifest, suite, _) = if read_only {
+        crate::commands::load_run_recorded::<OutputBrief>(&config, run, true)?
+    } else {
+        crate::commands::load_run_shared::<OutputBrief>(&config, run)?
+    };
     let sample: Vec<SampleItem> = run_dir.read_jsonl(&run_dir.file(SAMPLE_FILE))?;
     if sample.is_empty() {
         return Err(JudgeError::usage(format!(
@@ -398,7 +407,7 @@ fn score(cli: &Cli, args: &LabelScoreArgs) -> anyhow::Result<Outcome> {
         args.output.as_deref(),
         &crate::config::project_root(&cli.config).join("runs"),
     )?;
-    let l = open(cli, &args.run)?;
+    let l = open_as(cli, &args.run, true)?;
     let comparisons: Vec<ComparisonRecord> =
         l.run_dir.read_jsonl(&l.run_dir.file(COMPARISONS_FILE))?;
     let labels = read_all_labels(&l.run_dir)?;
