@@ -52,6 +52,31 @@ struct InFlight {
     locks: std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// Keys this process wrote on a refresh: a later identical refresh takes that reply.
     refreshed: std::collections::HashSet<String>,
+    /// Keys every call of this invocation asks afresh ([`refresh_keys`]).
+    to_refresh: std::collections::HashSet<String>,
+}
+
+/// Makes every call of this process whose cache key is one of `keys` a refresh (the first asks,
+/// the others take its reply): a `--retry-failed` of one call must not leave an identical
+/// request of another answered from the entry the retry replaces.
+pub fn refresh_keys(keys: impl IntoIterator<Item = String>) {
+    in_flight().to_refresh.extend(keys);
+}
+
+/// The cache key of `request` sent through `provider` as attempt `attempt`.
+pub fn cache_key_of(
+    provider: &crate::config::ProviderConfig,
+    request: &WireRequest,
+    attempt: u32,
+) -> String {
+    let canonical = canonical_request(
+        provider.kind.as_str(),
+        provider.base_url.as_deref().unwrap_or_default(),
+        &request.path,
+        &request.body,
+        attempt,
+    );
+    cache_key(&canonical).as_str().to_string()
 }
 
 fn in_flight() -> std::sync::MutexGuard<'static, InFlight> {
@@ -103,6 +128,10 @@ pub async fn cached_call(
         use_.attempt,
     );
     let key = cache_key(&canonical);
+    let use_ = CacheUse {
+        refresh: use_.refresh || in_flight().to_refresh.contains(key.as_str()),
+        ..use_
+    };
     let lock = key_lock(key.as_str());
     let result = {
         let _held = lock.lock().await;

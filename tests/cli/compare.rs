@@ -1596,3 +1596,60 @@ fn an_edited_template_in_the_project_is_said_to_have_no_effect() {
         text(&out)
     );
 }
+
+/// Regression: under --retry-failed, a new call whose request is identical to a retried one
+/// (an output generated since that equals another model's) was answered from the cached
+/// unparsable reply that the retry then replaced: the run's records disagreed with its cache.
+#[test]
+fn a_new_call_identical_to_a_retried_one_is_asked_afresh_too() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let fixed = Arc::new(AtomicBool::new(false));
+    let flag = fixed.clone();
+    let server = FakeServer::start(move |req, n| {
+        if flag.load(Ordering::SeqCst) {
+            marker_judge(req, n)
+        } else {
+            reply("I cannot decide.")
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    // A model listed before omega3 whose answer to t01 is missing at first (a failed output, so
+    // no call), and later equals omega3's: its new calls against zeta7 are then the very
+    // requests of omega3's retried ones, and come before them.
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &config.replacen(
+            "[[models]]\nid = \"omega3\"",
+            "[[models]]\nid = \"late\"\nprovider = \"answers\"\nmodel = \"late\"\nfamily = \"handwritten-late\"\n\n[[models]]\nid = \"omega3\"",
+            1,
+        ),
+    );
+    for i in 2..=3 {
+        p.write(
+            &format!("suites/demo/answers/late/t{i:02}.md"),
+            &format!("late {i}"),
+        );
+    }
+    assert_eq!(p.run(&["generate", "--run", "s"]).status.code(), Some(1));
+    assert_eq!(p.run(&["compare", "--run", "s"]).status.code(), Some(1));
+    fixed.store(true, Ordering::SeqCst);
+    p.write(
+        "suites/demo/answers/late/t01.md",
+        &p.read("suites/demo/answers/bad/t01.md"),
+    );
+    assert_eq!(
+        p.run(&["generate", "--run", "s", "--retry-failed"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = p.run(&["compare", "--run", "s", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let judgments = p.jsonl("runs/s/judgments.jsonl");
+    assert!(
+        judgments.iter().all(|j| j["verdict"] != "failed"),
+        "{judgments:?}"
+    );
+}

@@ -94,8 +94,12 @@ pub(super) fn group_by_provider(ctx: &Ctx, calls: Vec<Call>) -> Vec<Group<Call>>
         .collect()
 }
 
-/// One judge call with one retry for an unparsable reply. `None` = stopped before finishing.
-pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
+/// The request of a judge call: the prompt rendered over the two answers in the call's order,
+/// sent with the run's judge settings; the render's error when an input holds the nonce.
+pub(super) fn call_request(
+    ctx: &Ctx,
+    call: &Call,
+) -> Result<crate::provider::WireRequest, crate::prompt::PromptError> {
     let Judge::Llm(judge) = &ctx.judges[call.judge] else {
         unreachable!("only LLM judges make calls")
     };
@@ -106,19 +110,58 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     let text_of = |model: &str| {
         ctx.outputs[&(task.id.clone(), model.to_string())]
             .text
-            .clone()
+            .as_deref()
             .expect("ok outputs have text")
     };
     let (answer_1, answer_2) = (text_of(first), text_of(second));
-    let nonce = fence_nonce(ctx.seed, &task.prompt, (&answer_1, &answer_2), call.order);
+    let nonce = fence_nonce(ctx.seed, &task.prompt, (answer_1, answer_2), call.order);
     let input = PairwiseInput {
         task: &task.prompt,
-        answer_1: &answer_1,
-        answer_2: &answer_2,
+        answer_1,
+        answer_2,
         suite_context: &ctx.brief,
         suite_criteria: &ctx.suite.criteria,
         nonce: &nonce,
     };
+    let prompt = render_pairwise(&ctx.template, &input)?;
+    let request = ChatRequest {
+        model: judge.model.clone(),
+        messages: vec![Message::system(prompt.system), Message::user(prompt.user)],
+        max_tokens: ctx.config.run.judge_max_tokens,
+        temperature: ctx.config.run.judge_temperature,
+    };
+    Ok(to_wire(ctx.http[&judge.provider].config(), &request))
+}
+
+/// The cache keys (both attempts) of the calls that `--retry-failed` asks again: an identical
+/// request of another call of the same invocation is then asked afresh too (once, and shared),
+/// rather than answered from the entry the retry replaces.
+pub(super) fn retry_keys(ctx: &Ctx, calls: &[Call]) -> Vec<String> {
+    let mut keys = Vec::new();
+    for call in calls.iter().filter(|c| c.retry) {
+        let Judge::Llm(judge) = &ctx.judges[call.judge] else {
+            continue;
+        };
+        let Ok(wire) = call_request(ctx, call) else {
+            continue;
+        };
+        let http = ctx.http[&judge.provider].config();
+        for attempt in 1..=2 {
+            keys.push(crate::engine::calls::cache_key_of(http, &wire, attempt));
+        }
+    }
+    keys
+}
+
+/// One judge call with one retry for an unparsable reply. `None` = stopped before finishing.
+pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
+    let Judge::Llm(judge) = &ctx.judges[call.judge] else {
+        unreachable!("only LLM judges make calls")
+    };
+    let task = &ctx.suite.tasks[call.task];
+    let (first, second) = call
+        .order
+        .arrange((call.model_a.as_str(), call.model_b.as_str()));
     let mut record = JudgmentRecord {
         task: task.id.clone(),
         judge: judge.id.clone(),
@@ -137,8 +180,8 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
         replaced: call.replaces,
         spent_usd: 0.0,
     };
-    let prompt = match render_pairwise(&ctx.template, &input) {
-        Ok(p) => p,
+    let wire = match call_request(&ctx, &call) {
+        Ok(wire) => wire,
         Err(e) => {
             record.error = Some(RecordedError {
                 class: ErrorClass::ClientError,
@@ -148,14 +191,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
             return Some(record);
         }
     };
-    let request = ChatRequest {
-        model: judge.model.clone(),
-        messages: vec![Message::system(prompt.system), Message::user(prompt.user)],
-        max_tokens: ctx.config.run.judge_max_tokens,
-        temperature: ctx.config.run.judge_temperature,
-    };
     let http = &ctx.http[&judge.provider];
-    let wire = to_wire(http.config(), &request);
     // An attempt whose tokens are unknown makes the call's usage and cost unknown: a sum of
     // the others would report a billed attempt as free.
     let mut usage_known = true;

@@ -236,6 +236,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         stop: stop.clone(),
     });
     let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
+    crate::engine::calls::refresh_keys(calls::retry_keys(&ctx, &calls));
 
     let progress = Progress::new(calls.len() as u64, cli.quiet, "compare");
     let mut new_records = Vec::new();
