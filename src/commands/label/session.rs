@@ -258,6 +258,7 @@ pub(super) fn session(
             })
     };
     let mut current = next_item(&state, &skipped_now);
+    let mut ended_by_input = false;
     while let Some(pos) = current {
         let item = l.sample[pos].clone();
         let (task, a1, a2) = answers(&l, &item);
@@ -269,7 +270,10 @@ pub(super) fn session(
         }
         write!(out, "{screen}[{done} of {total} labelled] {KEYS_HELP}\n> ")?;
         out.flush()?;
-        let Some(key) = keys.next() else { break };
+        let Some(key) = keys.next() else {
+            ended_by_input = true;
+            break;
+        };
         writeln!(out)?;
         let choice = match key {
             'q' => break,
@@ -367,6 +371,21 @@ pub(super) fn session(
             skipped_now.insert(item.item.clone());
         }
         current = next_item(&state, &skipped_now);
+    }
+    // A signal that also closed the keys' pipe (Ctrl-C reaches the whole pipeline) ends the
+    // loop by end of input before the watcher thread acts: still an interruption (130).
+    if ended_by_input {
+        // The listener sets the flag a moment after the signal that closed the pipe.
+        for _ in 0..10 {
+            if crate::interrupt::requested() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    if crate::interrupt::requested() {
+        drop(keys);
+        crate::interrupt::exit_interrupted();
     }
     if clear_screen {
         write!(out, "{notice}")?;
