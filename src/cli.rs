@@ -352,7 +352,8 @@ pub struct RankArgs {
 /// `judge init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The folder to write the project into (created if missing).
+    /// The folder to write the project into (created if missing). Default: the folder of
+    /// --config (the current one for ./judge.toml), with the config written under that name.
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// The suite's name (its folder under suites/).

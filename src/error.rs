@@ -43,7 +43,7 @@ fn resume_hint(started: Option<&str>) -> String {
 /// the same command on the same run.
 pub fn after_refusal(msg: &str, run: &str) -> String {
     format!(
-        "{msg}; once fixed, rerun the same command with `--run {run}` to resume (finished items are kept; a fix that changes the [run] settings needs a new run)"
+        "{msg}; once fixed, rerun the same command with `--run {run}` to resume (finished items are kept; a fix to the models' generation settings under [run], such as their temperature, needs a new run; the judge's may change while it has no judgments in the run)"
     )
 }
 

@@ -69,7 +69,7 @@ pub fn config_name() -> &'static str {
 
 /// `--config PATH` when the commands a message suggests need it (the config was named on the
 /// command line, not through `JUDGE_CONFIG`, which a suggested command picks up).
-fn config_flag_needed() -> Option<String> {
+pub fn config_flag_needed() -> Option<String> {
     let name = CONFIG_NAME.get()?;
     let from_env = std::env::var_os("JUDGE_CONFIG").is_some_and(|v| v == name.as_str());
     (name != "judge.toml" && !from_env).then(|| format!("--config {name}"))

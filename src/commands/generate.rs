@@ -619,6 +619,29 @@ pub fn model_brief(suite: &Suite, settings: &crate::config::RunSettings) -> Stri
     parts.join("\n\n")
 }
 
+/// The brief a run's answers were written to, as the judge and labellers are shown it: the
+/// [`model_brief`] of the run's settings, or the suite's context alone when every model of
+/// the run replays an answer set (`files` models get no system message: the style sentence
+/// and `[run] instruction` never reached them).
+pub fn run_brief(suite: &Suite, manifest: &Manifest) -> String {
+    let asked = manifest.models.iter().any(|m| {
+        manifest
+            .providers
+            .iter()
+            .any(|p| p.name == m.provider && p.kind != ProviderKind::Files)
+    });
+    if asked {
+        model_brief(suite, &manifest.settings)
+    } else {
+        let unsent = crate::config::RunSettings {
+            style: crate::config::StylePreset::None,
+            instruction: String::new(),
+            ..manifest.settings.clone()
+        };
+        model_brief(suite, &unsent)
+    }
+}
+
 /// The request every model gets for a task: [`model_brief`] as the system message, the task
 /// as the user message.
 pub fn chat_request(config: &Config, suite: &Suite, task: &Task, model_name: &str) -> ChatRequest {

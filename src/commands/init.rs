@@ -1,7 +1,7 @@
 //! `judge init`: a starter project to edit and run — judge.toml with real providers, a suite
 //! with one task and its hidden test. Writes nothing over an existing file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -17,7 +17,7 @@ const CHECK_PY: &str = include_str!("init/check.py");
 const TASK: &str = "slugify";
 
 /// Runs `judge init`.
-pub fn run(_cli: &Cli, args: &InitArgs) -> anyhow::Result<Outcome> {
+pub fn run(cli: &Cli, args: &InitArgs) -> anyhow::Result<Outcome> {
     let suite = args.suite.as_str();
     let valid = !suite.is_empty()
         && suite
@@ -36,10 +36,19 @@ pub fn run(_cli: &Cli, args: &InitArgs) -> anyhow::Result<Outcome> {
         .take(8)
         .collect::<String>();
     let fill = |text: &str| text.replace("{{suite}}", suite).replace("{{seed}}", &seed);
-    let dir = args.dir.as_deref().unwrap_or(Path::new("."));
+    // Without DIR, a config named with --config (or JUDGE_CONFIG) says where the project goes
+    // and what its config file is called; later commands then find it the same way.
+    let (dir, config) = match &args.dir {
+        Some(dir) => (dir.clone(), dir.join("judge.toml")),
+        None => {
+            let root = crate::config::project_root(&cli.config);
+            (root, cli.config.clone())
+        }
+    };
+    let dir = dir.as_path();
     let suite_dir = dir.join("suites").join(suite);
     let files: Vec<(PathBuf, String)> = vec![
-        (dir.join("judge.toml"), fill(JUDGE_TOML)),
+        (config, fill(JUDGE_TOML)),
         (suite_dir.join("suite.toml"), fill(SUITE_TOML)),
         (
             suite_dir.join("tasks").join(TASK).join("prompt.md"),

@@ -491,7 +491,11 @@ fn from_run(
     run_dir.create_and_lock()?;
     let exec_judged = header.judge.as_deref() == Some(EXEC_JUDGE) && !args.from_labels;
     if exec_judged {
-        warnings.extend(crate::commands::compare::exec_coverage_note(&suite));
+        // Of the suite the run recorded: an edited one read here may have other checks.
+        warnings.extend(crate::commands::compare::recorded_coverage_note(
+            &manifest.suite,
+            &suite,
+        ));
         warnings.extend(crate::commands::check::exec_policy_notes(
             &manifest,
             &crate::engine::run_dir::read_jsonl_skipping_torn(

@@ -70,7 +70,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             {
                 let template = crate::prompt::PairwiseTemplate::parse(compare::PAIRWISE_TEMPLATE)
                     .expect("the shipped template is valid (tested)");
-                let brief = crate::commands::generate::model_brief(&suite, &manifest.settings);
+                let brief = crate::commands::generate::run_brief(&suite, &manifest);
                 let (prompt_sha256, _) =
                     crate::prompt::template_sha256(&template, &brief, &suite.criteria);
                 compare::refuse_changed_prompt(&judgments, &resolved, &prompt_sha256, name)?;

@@ -89,7 +89,7 @@ pub fn score_labels(
             .count();
         if without_verdict > 0 {
             unmatched.push(format!(
-                "`{}`: {without_verdict} labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed)",
+                "`{}`: {without_verdict} labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed, or it never made it)",
                 crate::report::printable(who)
             ));
         }
@@ -520,7 +520,7 @@ mod tests {
         assert_eq!(scores.labellers[0].vs_judge.items, 3);
         assert!(
             scores.warnings.iter().any(|w| w
-                == "`ann`: 1 labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed)"),
+                == "`ann`: 1 labelled item(s) are left out of the comparison with the judge: it has no verdict on them (its comparison failed, or it never made it)"),
             "{:?}",
             scores.warnings
         );

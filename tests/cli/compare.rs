@@ -1532,24 +1532,46 @@ fn reordering_or_renaming_models_asks_the_judge_nothing_again() {
 /// Regression: the judge prompt said "the answers were written to this brief, which every model
 /// was given" over the suite's context alone, when the models were also told the style
 /// preset's and `[run] instruction`'s sentences (a concise-style run was judged without
-/// knowing conciseness was asked for). Labellers were shown the same short brief.
+/// knowing conciseness was asked for). Labellers were shown the same short brief. Answer sets
+/// (`files` models), which get no system message, are still shown the context alone.
 #[test]
 fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
-    let server = FakeServer::start(marker_judge);
+    let server = FakeServer::start(|req, n| {
+        if req.body["model"] == "gen-model" {
+            Reply::ok("a generated answer")
+        } else {
+            marker_judge(req, n)
+        }
+    });
     let p = project(&server.url, "judge-labs");
-    let config = p.read("judge.toml");
+    let config = p.read("judge.toml").replace(
+        "seed = 5\n",
+        "seed = 5\nstyle = \"concise\"\ninstruction = \"Use Python 3.12.\"\n",
+    );
+    // Answer sets alone: no system message reached them.
+    p.write("judge.toml", &config);
+    assert_eq!(p.run(&["generate", "--run", "f"]).status.code(), Some(0));
+    assert_eq!(p.run(&["compare", "--run", "f"]).status.code(), Some(0));
+    let prompt = server.requests()[0].body["messages"].to_string();
+    assert!(
+        prompt.contains("which every model was given:\\n\\nAnswer in Python.\\n\\nWhat makes"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("Use Python 3.12."), "{prompt}");
+    // With a model that was asked, the whole brief.
     p.write(
         "judge.toml",
-        &config.replace(
-            "seed = 5\n",
-            "seed = 5\nstyle = \"concise\"\ninstruction = \"Use Python 3.12.\"\n",
+        &config.replacen(
+            "[[models]]",
+            "[[models]]\nid = \"asked\"\nprovider = \"judges\"\nmodel = \"gen-model\"\nfamily = \"gen-labs\"\n\n[[models]]",
+            1,
         ),
     );
     assert_eq!(p.run(&["generate", "--run", "s"]).status.code(), Some(0));
+    let before = server.count();
     let out = p.run(&["compare", "--run", "s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let request = &server.requests()[0];
-    let prompt = request.body["messages"].to_string();
+    let prompt = server.requests()[before].body["messages"].to_string();
     assert!(
         prompt.contains(
             "which every model was given:\\n\\nAnswer in Python.\\n\\nBe concise: give the answer"

@@ -1486,4 +1486,9 @@ fn init_writes_a_starter_project_that_loads_and_checks() {
     };
     assert_eq!(result("good"), "pass", "{checks:?}");
     assert_eq!(result("naive"), "fail", "{checks:?}");
+    // Without DIR, --config says where the project goes and what its config is called.
+    let out = p.run(&["--config", "other/eval.toml", "init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(p.path().join("other/eval.toml").is_file());
+    assert!(p.path().join("other/suites/my-suite/suite.toml").is_file());
 }

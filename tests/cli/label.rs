@@ -1100,7 +1100,8 @@ fn ctrl_c_in_a_terminal_quits_cleanly_and_reveal_forbids_undo() {
         "ann",
         // Also Option+← on a Mac (`ESC b`) and the Linux console's F2 (`ESC [ [ B`).
         &[
-            "\x1b[B", "\x1b[2~", "\x1bOS", "\x1b[15~", "\x1bb", "\x1b[[B", "q",
+            // And a lone Esc, then Down: the second sequence is skipped whole too.
+            "\x1b[B", "\x1b[2~", "\x1bOS", "\x1b[15~", "\x1bb", "\x1b[[B", "\x1b", "\x1b[B", "q",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

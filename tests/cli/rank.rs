@@ -1173,6 +1173,18 @@ fn rank_reads_a_run_whose_suite_was_edited_with_the_same_tasks() {
         board,
         "the same leaderboard"
     );
+    // A check.py removed since: the exec judge's coverage is the run's, as recorded.
+    let check = "suites/python-pitfalls/tasks/atomic-file-write/check.py";
+    let check_text = p.read(check);
+    std::fs::remove_file(p.path().join(check)).unwrap();
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !text(&out).contains("ranks only tasks with a check.py"),
+        "{}",
+        text(&out)
+    );
+    p.write(check, &check_text);
     let manifest = p.read("runs/r/manifest.json");
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

@@ -18,18 +18,58 @@ pub(crate) fn refuse_exec_without_checks(suite: &Suite) -> Result<(), JudgeError
 /// Which tasks the execution judge leaves out (those without a check.py), as a warning for
 /// compare and the leaderboard; `None` when every task has one.
 pub(crate) fn exec_coverage_note(suite: &Suite) -> Option<String> {
-    unchecked_tasks(suite, "not compared")
+    coverage_note(&task_checks(suite))
+}
+
+/// [`exec_coverage_note`] of the suite a run recorded (its file digests), which an edited suite
+/// read by `rank` may no longer be; from `suite` for a run that recorded no digests.
+pub(crate) fn recorded_coverage_note(
+    recorded: &crate::engine::manifest::SuiteInfo,
+    suite: &Suite,
+) -> Option<String> {
+    if recorded.files.is_empty() {
+        return exec_coverage_note(suite);
+    }
+    let tasks: BTreeSet<&str> = recorded
+        .files
+        .keys()
+        .filter_map(|path| path.strip_prefix("tasks/")?.split('/').next())
+        .collect();
+    let checks: Vec<(&str, bool)> = tasks
+        .into_iter()
+        .map(|t| {
+            let check = format!("tasks/{t}/check.py");
+            (t, recorded.files.contains_key(&check))
+        })
+        .collect();
+    coverage_note(&checks)
+}
+
+fn coverage_note(tasks: &[(&str, bool)]) -> Option<String> {
+    unchecked_of(tasks, "not compared")
         .map(|s| format!("the exec judge ranks only tasks with a check.py: {s}"))
+}
+
+/// Each task's id and whether it has a check.py.
+fn task_checks(suite: &Suite) -> Vec<(&str, bool)> {
+    suite
+        .tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.check.is_some()))
+        .collect()
 }
 
 /// "k of n tasks have none and are {what} (t1, t2, …)" for the tasks without a check.py;
 /// `None` when every task has one.
 pub(crate) fn unchecked_tasks(suite: &Suite, what: &str) -> Option<String> {
-    let unchecked: Vec<&str> = suite
-        .tasks
+    unchecked_of(&task_checks(suite), what)
+}
+
+fn unchecked_of(tasks: &[(&str, bool)], what: &str) -> Option<String> {
+    let unchecked: Vec<&str> = tasks
         .iter()
-        .filter(|t| t.check.is_none())
-        .map(|t| t.id.as_str())
+        .filter(|(_, checked)| !checked)
+        .map(|(t, _)| *t)
         .collect();
     if unchecked.is_empty() {
         return None;
@@ -44,7 +84,7 @@ pub(crate) fn unchecked_tasks(suite: &Suite, what: &str) -> Option<String> {
     Some(format!(
         "{} of {} tasks {} none and {} {what} ({shown}{more})",
         unchecked.len(),
-        suite.tasks.len(),
+        tasks.len(),
         if unchecked.len() == 1 { "has" } else { "have" },
         if unchecked.len() == 1 { "is" } else { "are" },
     ))

@@ -42,7 +42,9 @@ mod settings;
 
 use calls::{group_by_provider, judge_call, pending_calls};
 use exec::exec_checks;
-pub(crate) use exec::{exec_coverage_note, refuse_exec_without_checks, unchecked_tasks};
+pub(crate) use exec::{
+    exec_coverage_note, recorded_coverage_note, refuse_exec_without_checks, unchecked_tasks,
+};
 pub(crate) use settings::{
     judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
     resolve_judges,
@@ -167,7 +169,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
     // The models' brief as the run generated it (its settings), not as judge.toml says now.
-    let brief = crate::commands::generate::model_brief(&inputs.suite, &inputs.manifest.settings);
+    let brief = crate::commands::generate::run_brief(&inputs.suite, &inputs.manifest);
     let (prompt_sha256, prompt_text) = template_sha256(&template, &brief, &inputs.suite.criteria);
     refuse_changed_prompt(
         &existing,

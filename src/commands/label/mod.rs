@@ -129,7 +129,7 @@ fn open_as(cli: &Cli, run: &str, read_only: bool) -> anyhow::Result<Labelling> {
     Ok(Labelling {
         run_dir,
         seed: manifest.seed,
-        brief: crate::commands::generate::model_brief(&suite, &manifest.settings),
+        brief: crate::commands::generate::run_brief(&suite, &manifest),
         suite,
         texts,
         sample,

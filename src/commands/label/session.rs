@@ -4,8 +4,8 @@
 
 use super::*;
 
-/// What a labeller sees for one item: the standard the judge was given (`standard`, the
-/// suite's context and criteria), the task and the two answers, control characters but
+/// What a labeller sees for one item: the standard the judge was given (`standard`: the
+/// models' brief and the suite's criteria), the task and the two answers, control characters but
 /// newline and tab escaped (see [`printable_text`]). Never a model id, never the judge's
 /// verdict.
 pub fn render_item(
@@ -81,7 +81,12 @@ impl Keys {
     /// a label. A lone Esc takes the key after it too (there is no telling them apart without
     /// a timeout); the message says to press it again.
     fn skip_escape(&mut self) {
-        match self.byte() {
+        // An ESC after a lone Esc begins the next key's own sequence (Esc, then Down).
+        let mut next = self.byte();
+        while next == Some(0x1b) {
+            next = self.byte();
+        }
+        match next {
             Some(b'[') => match self.byte() {
                 Some(b'[') => {
                     let _ = self.byte();
@@ -216,6 +221,10 @@ pub(super) fn session(
 ) -> anyhow::Result<Outcome> {
     valid_labeller(labeller)?;
     let l = open(cli, run)?;
+    // Hints are commands to run as they are: with the config file this session was given.
+    let config = crate::config_flag_needed()
+        .map(|flag| format!(" {flag}"))
+        .unwrap_or_default();
     let path = labels_path(&l.run_dir, labeller);
     // One writer per labeller's file; other people label alongside.
     let _mine = lock_labeller(&l.run_dir, labeller)?;
@@ -237,7 +246,7 @@ pub(super) fn session(
     };
     // A signal from outside ends a terminal session (see `enter_cbreak`): say what that means.
     crate::interrupt::say_on_stop(format!(
-        "every label so far is saved; the session ends (resume with: judge label --run {run} --labeller {labeller})"
+        "every label so far is saved; the session ends (resume with: judge{config} label --run {run} --labeller {labeller})"
     ));
     let mut keys = Keys::new();
     let clear_screen = std::io::stdout().is_terminal();
@@ -414,7 +423,7 @@ pub(super) fn session(
     if remaining > 0 {
         writeln!(
             out,
-            "resume with: judge label --run {run} --labeller {labeller}"
+            "resume with: judge{config} label --run {run} --labeller {labeller}"
         )?;
     }
     Ok(Outcome::Success)
