@@ -423,6 +423,8 @@ impl HttpProvider {
     fn transport_error(&self, e: &reqwest::Error) -> ProviderError {
         let class = if e.is_timeout() {
             ErrorClass::Timeout
+        } else if e.is_connect() {
+            ErrorClass::Unreachable
         } else {
             ErrorClass::Network
         };
@@ -436,6 +438,16 @@ impl HttpProvider {
             msg = format!(
                 "no complete response within {}s ({msg})",
                 self.config.timeout_secs
+            );
+        } else if e.is_connect() {
+            msg = format!(
+                "provider `{}` could not be reached at {} ({msg}), also after {} retries: is the server running, and is base_url right? Nothing was recorded for the items it was to answer",
+                self.config.name,
+                self.config
+                    .base_url
+                    .as_deref()
+                    .unwrap_or("its default address"),
+                self.config.max_retries
             );
         }
         ProviderError::new(class, self.redact(&msg))

@@ -110,6 +110,10 @@ pub enum ErrorClass {
     UnsupportedSetting,
     /// A judge reply without a valid final verdict line, also on the retry.
     UnparsableVerdict,
+    /// No connection could be made to the provider (refused, no route, DNS) on any attempt:
+    /// retried, then stops the run (the server is down or `base_url` is wrong: every item
+    /// would fail alike, and a model must not lose its comparisons to an outage).
+    Unreachable,
 }
 
 impl ErrorClass {
@@ -121,6 +125,7 @@ impl ErrorClass {
                 | ErrorClass::Network
                 | ErrorClass::RateLimited
                 | ErrorClass::ServerError
+                | ErrorClass::Unreachable
         )
     }
 
@@ -132,6 +137,7 @@ impl ErrorClass {
                 | ErrorClass::QuotaExhausted
                 | ErrorClass::UnknownModel
                 | ErrorClass::UnsupportedSetting
+                | ErrorClass::Unreachable
         )
     }
 }

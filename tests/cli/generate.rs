@@ -1492,3 +1492,26 @@ fn init_writes_a_starter_project_that_loads_and_checks() {
     assert!(p.path().join("other/eval.toml").is_file());
     assert!(p.path().join("other/suites/my-suite/suite.toml").is_file());
 }
+
+/// Regression: a provider that cannot be reached at all (server down, wrong port) gave every
+/// item of its models a `network` failure, and those models then lost every comparison: an
+/// outage ranked as the worst model. It stops the run (exit 3) with nothing recorded.
+#[test]
+fn an_unreachable_provider_stops_the_run_instead_of_failing_every_item() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let p = Project::with_suite(2, &config(&format!("http://127.0.0.1:{port}/v1"), ""));
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("could not be reached at http://127.0.0.1:")
+            && text(&out).contains("is the server running, and is base_url right?"),
+        "{}",
+        text(&out)
+    );
+    let outputs = p.path().join("runs/r/outputs.jsonl");
+    let recorded = std::fs::read_to_string(&outputs).unwrap_or_default();
+    assert!(recorded.trim().is_empty(), "{recorded}");
+}
