@@ -160,8 +160,14 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
     })?;
     fitted.warnings.splice(0..0, input.warnings);
     let ranked = started.elapsed();
-    for w in &fitted.warnings {
-        eprintln!("warning: {}", crate::report::printable(w));
+    // A table or Markdown leaderboard on stdout carries its warnings itself; otherwise (a data
+    // format, or a report written to a file) they are said on stderr.
+    let format = crate::report::output_format(args.format, args.output.as_deref());
+    let carried = args.output.is_none() && matches!(format, Format::Table | Format::Md);
+    if !carried {
+        for w in &fitted.warnings {
+            eprintln!("warning: {}", crate::report::printable(w));
+        }
     }
     let board = Leaderboard::new(input.header, fitted);
     if let Some(dir) = &run_dir {

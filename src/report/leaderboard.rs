@@ -202,8 +202,14 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
             let mut table = vec![header];
             table.extend(rows);
             let c = &lb.comparisons;
+            // A table saved or piped travels without its stderr: the warnings go with it.
+            let warnings: String = lb
+                .warnings
+                .iter()
+                .map(|w| format!("warning: {}\n", crate::report::printable(w)))
+                .collect();
             format!(
-                "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n",
+                "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n{warnings}",
                 lb.header_line(false),
                 render_table_aligned(&table, 2),
                 OVERLAP_NOTE,

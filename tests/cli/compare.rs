@@ -863,7 +863,7 @@ fn rank_warns_when_one_judge_used_two_prompts() {
     let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("with 2 different prompts"),
+        text(&out).contains("with 2 different prompts"),
         "{}",
         text(&out)
     );
@@ -948,8 +948,7 @@ fn unfinished_compare_is_reported_and_rank_warns() {
     let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("are missing (compare or generate did not finish)"),
+        text(&out).contains("are missing (compare or generate did not finish)"),
         "{}",
         text(&out)
     );
@@ -1197,8 +1196,7 @@ fn another_judges_compare_keeps_the_first_judges_missing_count() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("are missing (compare or generate did not finish)"),
+        text(&out).contains("are missing (compare or generate did not finish)"),
         "{}",
         text(&out)
     );

@@ -891,7 +891,8 @@ fn an_unwritable_stderr_is_exit_1_not_a_panic() {
         .unwrap();
     let out = p
         .judge()
-        .args(["rank", "--comparisons", &file])
+        // JSON on stdout: the warning goes to stderr (a table would carry it).
+        .args(["rank", "--comparisons", &file, "--format", "json"])
         .stderr(full)
         .output()
         .unwrap();
@@ -1201,4 +1202,49 @@ fn rank_reads_a_run_whose_suite_was_edited_with_the_same_tasks() {
     );
     let out = p.run(&["rank", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// Regression: a table leaderboard saved or piped lost its warnings (they went to stderr
+/// only), so a saved board looked clean; the README says the table carries them.
+#[test]
+fn a_table_leaderboard_carries_its_warnings() {
+    let p = Project::empty();
+    let row =
+        |a: &str, b: &str| serde_json::json!({"model_a": a, "model_b": b, "winner": "model_a"});
+    let file = battles_file(&p, "b.jsonl", &[row("a", "b"), row("c", "d")]);
+    let rank = |extra: &[&str]| {
+        let mut args = vec![
+            "rank",
+            "--comparisons",
+            &file,
+            "--allow-few-resamples",
+            "--resamples",
+            "50",
+        ];
+        args.extend_from_slice(extra);
+        p.run(&args)
+    };
+    let warning = "warning: the comparison graph falls into 2 disconnected groups";
+    let out = rank(&[]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(warning),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains(warning),
+        "said once: {}",
+        text(&out)
+    );
+    let out = rank(&["--output", "lb.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(p.read("lb.txt").contains(warning));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(warning),
+        "{}",
+        text(&out)
+    );
+    let out = rank(&["--format", "csv"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(warning));
 }
