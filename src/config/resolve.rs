@@ -329,9 +329,15 @@ pub(super) fn resolve_models(
             }
         }
         if m.price_input_per_mtok.is_some() != m.price_output_per_mtok.is_some() {
+            // Named by the key that is missing.
+            let missing = if m.price_input_per_mtok.is_none() {
+                "price_input_per_mtok"
+            } else {
+                "price_output_per_mtok"
+            };
             return Err(err(
-                &at("price_output_per_mtok"),
-                "set both input and output prices, or neither (unpriced)".into(),
+                &at(missing),
+                "is missing: set both input and output prices, or neither (unpriced)".into(),
             ));
         }
         out.push(ModelConfig {

@@ -180,9 +180,11 @@ fn out_of_range_settings_are_refused() {
 }
 
 #[test]
-fn half_a_price_is_refused() {
+fn half_a_price_is_refused_naming_the_missing_key() {
     let e = error_of(&GOOD.replace("price_output_per_mtok = 0.6\n", ""));
-    assert!(e.contains("price_output_per_mtok"), "{e}");
+    assert!(e.contains("price_output_per_mtok: is missing"), "{e}");
+    let e = error_of(&GOOD.replace("price_input_per_mtok = 0.15\n", ""));
+    assert!(e.contains("price_input_per_mtok: is missing"), "{e}");
 }
 
 #[test]
