@@ -325,6 +325,20 @@ fn fit_all(
                 s.model
             ));
         }
+        // Won or lost every rated game: the likelihood alone would send its strength to
+        // infinity, so the prior sets how far it goes, and every resample (all wins again)
+        // agrees: the interval shows none of that.
+        let undefeated = s.losses == 0 && s.ties == 0 && s.wins > 0;
+        let winless = s.wins == 0 && s.ties == 0 && s.losses > 0;
+        if undefeated || winless {
+            warnings.push(format!(
+                "model `{}` {} every one of its {} rated games: its rating and interval are set by the prior (--prior), not by the data, which say only that it is {} than the others it met",
+                s.model,
+                if undefeated { "won" } else { "lost" },
+                s.games,
+                if undefeated { "better" } else { "worse" }
+            ));
+        }
     }
     // Within a rank by win rate, to 1e-9: models with the same record have win rates equal
     // up to rounding noise, and their order follows their names, not that noise.
@@ -624,7 +638,13 @@ mod tests {
         for s in &f.standings {
             assert!(s.win_rate_ci_low <= s.win_rate && s.win_rate <= s.win_rate_ci_high);
         }
-        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        // `a` won all its 30 rated games: said, and nothing else.
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+        assert!(
+            f.warnings[0].starts_with("model `a` won every one of its 30 rated games"),
+            "{:?}",
+            f.warnings
+        );
     }
 
     /// The whole leaderboard (aggregation split over threads, bootstrap, side thread) is the

@@ -39,6 +39,10 @@ impl Progress {
         ))
         .expect("the progress template is valid");
         bar.set_style(style.progress_chars("=> "));
+        // The clock moves while nothing finishes (a provider retrying, a slow model).
+        if visible {
+            bar.enable_steady_tick(std::time::Duration::from_millis(500));
+        }
         Progress {
             bar,
             counts: Mutex::new(Counts::default()),
