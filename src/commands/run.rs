@@ -86,7 +86,15 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         .into());
     }
     compare::refuse_own_family(&config, &resolved, &ranked)?;
-    crate::engine::calls::build_http_providers(&config, &compare::llm_judges(&resolved))?;
+    // Every key the run will need, the models' and the judges', before anything is sent.
+    let mut users = compare::llm_judges(&resolved);
+    users.extend(
+        config
+            .models
+            .iter()
+            .filter(|m| args.models.is_empty() || args.models.contains(&m.id)),
+    );
+    crate::engine::calls::build_http_providers(&config, &users)?;
     let one_document = matches!(
         args.format,
         crate::report::Format::Json | crate::report::Format::Csv

@@ -260,9 +260,12 @@ pub fn build_http_providers(
 ) -> anyhow::Result<BTreeMap<String, HttpProvider>> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut out = BTreeMap::new();
+    // Every missing key at once: one export per rerun is a slow way to learn them.
+    let mut missing: Vec<String> = Vec::new();
+    let mut lacking: BTreeSet<String> = BTreeSet::new();
     for m in users {
         let p = config.provider_of(m);
-        if p.kind == ProviderKind::Files || out.contains_key(&p.name) {
+        if p.kind == ProviderKind::Files || out.contains_key(&p.name) || lacking.contains(&p.name) {
             continue;
         }
         let key = match &p.api_key_env {
@@ -297,20 +300,27 @@ pub fn build_http_providers(
                     Some(Secret::new(v.trim().to_string()))
                 }
                 _ => {
-                    return Err(JudgeError::usage(format!(
+                    missing.push(format!(
                         "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set another variable's name as api_key_env under [providers.{}] in {} (\"\" for a server that needs no key)",
                         p.name,
                         m.id,
                         crate::config::toml_key(&p.name),
                         config.path.display()
-                    ))
-                    .into());
+                    ));
+                    lacking.insert(p.name.clone());
+                    continue;
                 }
             },
         };
         out.insert(p.name.clone(), HttpProvider::new(p.clone(), key)?);
     }
-    Ok(out)
+    match missing.len() {
+        0 => Ok(out),
+        1 => Err(JudgeError::usage(missing.remove(0)).into()),
+        n => Err(
+            JudgeError::usage(format!("{n} API keys are missing: {}", missing.join("; "))).into(),
+        ),
+    }
 }
 
 /// Passes a Ctrl-C (see [`crate::interrupt`]) on to `stop`.

@@ -1449,6 +1449,23 @@ fn init_writes_a_starter_project_that_loads_and_checks() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`OPENAI_API_KEY`"), "{}", text(&out));
+    // `judge run` names every key it will need at once, the judge's too.
+    let out = p
+        .judge()
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["--config", "proj/judge.toml", "run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("2 API keys are missing")
+            && text(&out).contains("`OPENAI_API_KEY`")
+            && text(&out).contains("`ANTHROPIC_API_KEY`"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("proj/runs").exists(), "nothing written");
     // Nothing is replaced.
     let before = p.read("proj/judge.toml");
     let out = p.run(&["init", "proj", "--suite", "demo"]);
