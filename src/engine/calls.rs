@@ -69,14 +69,24 @@ pub fn cache_key_of(
     request: &WireRequest,
     attempt: u32,
 ) -> String {
-    let canonical = canonical_request(
+    cache_key(&canonical_of(provider, request, attempt))
+        .as_str()
+        .to_string()
+}
+
+/// The canonical request the cache keys `request` sent through `provider` by.
+fn canonical_of(
+    provider: &crate::config::ProviderConfig,
+    request: &WireRequest,
+    attempt: u32,
+) -> Value {
+    canonical_request(
         provider.kind.as_str(),
         provider.base_url.as_deref().unwrap_or_default(),
         &request.path,
         &request.body,
         attempt,
-    );
-    cache_key(&canonical).as_str().to_string()
+    )
 }
 
 fn in_flight() -> std::sync::MutexGuard<'static, InFlight> {
@@ -118,15 +128,7 @@ pub async fn cached_call(
     use_: CacheUse,
     stop: &Arc<Stop>,
 ) -> Option<CallResult> {
-    let base_url = http.config().base_url.as_deref().unwrap_or_default();
-    let kind = http.config().kind;
-    let canonical = canonical_request(
-        kind.as_str(),
-        base_url,
-        &request.path,
-        &request.body,
-        use_.attempt,
-    );
+    let canonical = canonical_of(http.config(), request, use_.attempt);
     let key = cache_key(&canonical);
     let use_ = CacheUse {
         refresh: use_.refresh || in_flight().to_refresh.contains(key.as_str()),
