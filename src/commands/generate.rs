@@ -419,9 +419,9 @@ fn finish(
     eprint!("{}", tally.render(&ctx.models));
     if let Some(line) = tally.failure_line(&ctx.models) {
         eprintln!(
-            "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {} --retry-failed`)",
+            "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {name} --retry-failed`, then `judge compare --run {name}` to judge the new outputs; or both: `judge run --run {name} --retry-failed`)",
             crate::report::printable(&line),
-            run_dir.name()
+            name = run_dir.name()
         );
     }
     eprintln!(

@@ -258,7 +258,7 @@ fn server_error_forever_is_a_failed_record_and_exit_1() {
     assert_eq!(server.count(), 3);
     assert!(
         text(&out).contains("failed: alpha 1 server_error")
-            && text(&out).contains("to ask again: `judge generate --run r --retry-failed`"),
+            && text(&out).contains("to ask again: `judge generate --run r --retry-failed`, then `judge compare --run r` to judge the new outputs; or both: `judge run --run r --retry-failed`"),
         "{}",
         text(&out)
     );
