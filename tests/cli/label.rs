@@ -98,6 +98,32 @@ fn session(
     child.wait_with_output().unwrap()
 }
 
+/// A session of `labeller` on run `r` reading keys from a pipe left open, given `keys`
+/// first; stderr is piped, stdout too when `stdout` says so.
+fn open_session(
+    p: &Project,
+    labeller: &str,
+    keys: &[u8],
+    stdout: bool,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = p
+        .judge()
+        .args(["label", "--run", "r", "--labeller", labeller])
+        .stdin(Stdio::piped())
+        .stdout(if stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(keys).unwrap();
+    stdin.flush().unwrap();
+    (child, stdin)
+}
+
 /// Draws a labelling sample of `n` items from run `r`.
 fn sample(p: &Project, n: usize) {
     let out = p.run(&["label", "sample", "--run", "r", "--n", &n.to_string()]);
@@ -317,16 +343,7 @@ fn undo_skip_reveal_and_resume_after_kill() {
     );
 
     // Kill a session mid-way: labels written before the kill survive.
-    let mut child = p
-        .judge()
-        .args(["label", "--run", "r", "--labeller", "bob"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"2\n").unwrap();
-    stdin.flush().unwrap();
+    let (mut child, _stdin) = open_session(&p, "bob", b"2\n", false);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let count = |p: &Project| p.read("runs/r/labels/bob.jsonl").lines().count();
     while count(&p) < 5 && std::time::Instant::now() < deadline {
@@ -784,17 +801,7 @@ fn people_label_at_once_and_scores_run_alongside() {
     let p = labelled_project(&server);
     sample(&p, 6);
     // alice labels one item and stays in her session (stdin left open).
-    let mut alice = p
-        .judge()
-        .args(["label", "--run", "r", "--labeller", "alice"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut alice_keys = alice.stdin.take().unwrap();
-    alice_keys.write_all(b"1\n").unwrap();
-    alice_keys.flush().unwrap();
+    let (alice, mut alice_keys) = open_session(&p, "alice", b"1\n", true);
     let labelled = std::time::Instant::now();
     let alice_file = p.path().join("runs/r/labels/alice.jsonl");
     while std::fs::read_to_string(&alice_file)
@@ -1222,17 +1229,7 @@ fn a_piped_session_ends_with_130_on_a_signal() {
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);
     sample(&p, 3);
-    let mut child = p
-        .judge()
-        .args(["label", "--run", "r", "--labeller", "pia"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"1\n").unwrap();
-    stdin.flush().unwrap();
+    let (child, stdin) = open_session(&p, "pia", b"1\n", false);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let path = p.path().join("runs/r/labels/pia.jsonl");
     while !path.exists() && std::time::Instant::now() < deadline {

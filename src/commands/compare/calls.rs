@@ -104,9 +104,7 @@ pub(super) fn call_request(
         unreachable!("only LLM judges make calls")
     };
     let task = &ctx.suite.tasks[call.task];
-    let (first, second) = call
-        .order
-        .arrange((call.model_a.as_str(), call.model_b.as_str()));
+    let (first, second) = call.shown();
     let text_of = |model: &str| {
         ctx.outputs[&(task.id.clone(), model.to_string())]
             .text
@@ -159,9 +157,7 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
         unreachable!("only LLM judges make calls")
     };
     let task = &ctx.suite.tasks[call.task];
-    let (first, second) = call
-        .order
-        .arrange((call.model_a.as_str(), call.model_b.as_str()));
+    let (first, second) = call.shown();
     let mut record = JudgmentRecord {
         task: task.id.clone(),
         judge: judge.id.clone(),

@@ -97,6 +97,14 @@ struct Call {
     replaces: Option<Replaced>,
 }
 
+impl Call {
+    /// The models shown as Answer 1 and Answer 2.
+    fn shown(&self) -> (&str, &str) {
+        self.order
+            .arrange((self.model_a.as_str(), self.model_b.as_str()))
+    }
+}
+
 struct Ctx {
     config: Config,
     suite: Suite,
