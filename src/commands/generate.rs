@@ -138,6 +138,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);
+    for why in same_model_warnings(&manifest.models, &manifest.providers) {
+        eprintln!("warning: {why}");
+    }
     manifest.status = "running".into();
     manifest.updated_at = now.rfc3339();
     write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
@@ -520,6 +523,46 @@ fn merge_into_manifest(manifest: &mut Manifest, config: &Config, models: &[Model
     manifest.providers.sort_by(|a, b| a.name.cmp(&b.name));
     manifest.config_file = config.path.display().to_string();
     manifest.judges = config.judges.clone();
+}
+
+/// One warning per group of the run's models that send identical requests (the same
+/// provider kind, endpoint, model name and token-cap field: generation settings are the
+/// run's). The cache key is the request, not the model id, so such models get one and the
+/// same answer to every task, and a comparison between them is of two identical texts:
+/// it measures the judge's position bias, never the models.
+fn same_model_warnings(
+    models: &[ModelConfig],
+    providers: &[crate::config::ProviderConfig],
+) -> Vec<String> {
+    let mut groups: std::collections::BTreeMap<_, Vec<&str>> = Default::default();
+    for m in models {
+        let Some(p) = providers.iter().find(|p| p.name == m.provider) else {
+            continue;
+        };
+        let request = (
+            p.kind.as_str(),
+            p.base_url.as_deref().unwrap_or_default(),
+            m.model.as_str(),
+            p.token_limit_field.as_str(),
+        );
+        groups.entry(request).or_default().push(&m.id);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, ids)| ids.len() > 1)
+        .map(|((kind, _, model, _), ids)| {
+            let what = if kind == "files" {
+                format!("replay answer set `{model}`")
+            } else {
+                format!("send identical requests (model `{model}` on the same endpoint)")
+            };
+            let ids: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+            format!(
+                "models {} {what}: the cache gives them one and the same answer to every task, so judging them against each other compares identical texts; point each id at a different model or answer set",
+                ids.join(" and ")
+            )
+        })
+        .collect()
 }
 
 /// The models to generate for: `--model` ids in config order, or all of them.

@@ -1532,3 +1532,43 @@ fn an_unreachable_provider_stops_the_run_instead_of_failing_every_item() {
     let recorded = std::fs::read_to_string(&outputs).unwrap_or_default();
     assert!(recorded.trim().is_empty(), "{recorded}");
 }
+
+/// Two model ids that send identical requests get the one cached answer to every task, so
+/// their comparisons are of identical texts: generate says so, naming both (also for ids
+/// added to a run later). Distinct models give no such warning.
+#[test]
+fn two_ids_for_one_model_are_named_as_the_same_answers() {
+    let files = files_config(&[("a", "x", "f"), ("b", "y", "g")]);
+    let p = Project::with_suite(1, &files);
+    for set in ["x", "y"] {
+        p.write(&format!("suites/demo/answers/{set}/t01.md"), "answer");
+    }
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("same answer"), "{}", text(&out));
+    p.write(
+        "judge.toml",
+        &(files
+            + "\n[[models]]\nid = \"c\"\nprovider = \"answers\"\nmodel = \"x\"\nfamily = \"h\"\n"),
+    );
+    let out = p.run(&["generate", "--run", "r", "--model", "c"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "warning: models `a` and `c` replay answer set `x`: the cache gives them one and the same answer to every task"
+        ),
+        "{}",
+        text(&out)
+    );
+
+    let server = FakeServer::start(echo);
+    let twice = config(&server.url, "").replace("model = \"beta-1\"", "model = \"alpha-1\"");
+    let p = Project::with_suite(1, &twice);
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("models `alpha` and `beta` send identical requests (model `alpha-1` on the same endpoint)"),
+        "{}",
+        text(&out)
+    );
+}
