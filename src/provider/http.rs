@@ -3,6 +3,7 @@
 //! and retries with exponential backoff, jitter and `Retry-After`.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
@@ -112,6 +113,38 @@ async fn wait_unless_stopped(
             return true;
         }
         tokio::time::sleep(left.min(SLICE)).await;
+    }
+}
+
+/// Retries this process has started waiting for (attempts after a request's first), and the
+/// requests waiting for their retry right now: the progress bar's `retries` (it moves while
+/// nothing finishes).
+static RETRIES: AtomicU64 = AtomicU64::new(0);
+static WAITING_TO_RETRY: AtomicU64 = AtomicU64::new(0);
+
+/// (retries so far in this process, requests waiting for their retry now).
+pub fn retry_activity() -> (u64, u64) {
+    (
+        RETRIES.load(Ordering::Relaxed),
+        WAITING_TO_RETRY.load(Ordering::Relaxed),
+    )
+}
+
+/// Counts one request as waiting for its retry while it lives (also when its future is
+/// dropped mid-wait).
+struct WaitingToRetry;
+
+impl WaitingToRetry {
+    fn start() -> WaitingToRetry {
+        RETRIES.fetch_add(1, Ordering::Relaxed);
+        WAITING_TO_RETRY.fetch_add(1, Ordering::Relaxed);
+        WaitingToRetry
+    }
+}
+
+impl Drop for WaitingToRetry {
+    fn drop(&mut self) {
+        WAITING_TO_RETRY.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -316,9 +349,11 @@ impl HttpProvider {
             if err.class == ErrorClass::RateLimited {
                 self.limiter.pause_for(wait);
             }
+            let waiting = WaitingToRetry::start();
             if !wait_unless_stopped(wait, stopping, deadline).await {
                 return (Err(err), attempt);
             }
+            drop(waiting);
         }
     }
 
@@ -883,6 +918,73 @@ mod tests {
             sent < 2 * MAX_BODY_BYTES,
             "the client read on: {sent} bytes"
         );
+    }
+
+    /// Every retry is counted for the progress bar, and a request is "waiting" only while it
+    /// waits: the count of waiting requests goes back down.
+    #[test]
+    fn retries_are_counted_while_they_wait() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            for n in 0..3 {
+                let (stream, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let mut length = 0;
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+                let (status, text) = if n < 2 {
+                    ("503 Busy", "busy")
+                } else {
+                    ("200 OK", "{}")
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        let config = crate::config::parse_config(
+            "judge.toml",
+            &format!(
+                "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmax_retries = 2\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
+            ),
+        )
+        .unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
+        http.backoff_base = Duration::from_millis(1);
+        let request = WireRequest {
+            path: "/chat/completions".into(),
+            body: serde_json::json!({}),
+            estimated_tokens: 0,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (before, _) = retry_activity();
+        let (reply, attempts) = runtime.block_on(http.post_json(&request, &|| false, None));
+        assert_eq!(reply.expect("the third attempt succeeds"), b"{}");
+        assert_eq!(attempts, 3);
+        server.join().unwrap();
+        // Other tests of this process may retry meanwhile: at least these two.
+        assert!(retry_activity().0 >= before + 2);
+        // A request dropped while it waits for its retry stops counting as waiting.
+        let guard = WaitingToRetry::start();
+        let (_, waiting) = retry_activity();
+        assert!(waiting >= 1);
+        drop(guard);
     }
 
     #[test]

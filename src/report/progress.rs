@@ -34,10 +34,19 @@ impl Progress {
         } else {
             ProgressBar::hidden()
         };
+        // Retries are counted from here (`judge run`'s compare bar does not show generate's).
+        let (retries_before, _) = crate::provider::http::retry_activity();
         let style = ProgressStyle::with_template(&format!(
-            "{label} {{bar:30.cyan/blue}} {{pos}}/{{len}} {{msg}} [{{elapsed_precise}}, ETA {{eta}}]"
+            "{label} {{bar:30.cyan/blue}} {{pos}}/{{len}}{{msg}}{{retries}} [{{elapsed_precise}}, ETA {{eta}}]"
         ))
-        .expect("the progress template is valid");
+        .expect("the progress template is valid")
+        .with_key(
+            "retries",
+            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let (retries, waiting) = crate::provider::http::retry_activity();
+                let _ = w.write_str(&retry_text(retries.saturating_sub(retries_before), waiting));
+            },
+        );
         bar.set_style(style.progress_chars("=> "));
         // The clock moves while nothing finishes (a provider retrying, a slow model).
         if visible {
@@ -60,7 +69,7 @@ impl Progress {
         c.unknown += u64::from(priced && spent_usd.is_none());
         let cost = spending(c.cost_usd, c.unpriced, c.unknown);
         self.bar.set_message(format!(
-            "· cache hits {} · failed {} · {cost}",
+            " · cache hits {} · failed {} · {cost}",
             c.cached, c.failed
         ));
         self.bar.inc(1);
@@ -87,6 +96,16 @@ impl Progress {
     }
 }
 
+/// The bar's note of retries: how many were made, and how many requests wait for theirs now
+/// (a bar that stands still while a provider rate-limits says why); nothing when none were.
+fn retry_text(retries: u64, waiting: u64) -> String {
+    match (retries, waiting) {
+        (0, 0) => String::new(),
+        (n, 0) => format!(" · retries {n}"),
+        (n, w) => format!(" · retries {n} ({w} waiting)"),
+    }
+}
+
 /// What the bar says was spent: an unknown part is never shown as $0.
 fn spending(known_usd: f64, unpriced: bool, unknown: u64) -> String {
     let mut s = format_usd(known_usd);
@@ -102,6 +121,13 @@ fn spending(known_usd: f64, unpriced: bool, unknown: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_are_shown_once_there_are_any() {
+        assert_eq!(retry_text(0, 0), "");
+        assert_eq!(retry_text(3, 0), " · retries 3");
+        assert_eq!(retry_text(3, 2), " · retries 3 (2 waiting)");
+    }
 
     #[test]
     fn unknown_spending_is_never_shown_as_zero_dollars() {
