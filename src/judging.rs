@@ -64,24 +64,41 @@ pub fn family_conflict<'a>(
     judge_family: &str,
     models: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Option<&'a str> {
-    // A family of punctuation alone is compared as written.
-    let key = |family: &str| -> String {
-        let letters: String = family
-            .chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect();
-        if letters.is_empty() {
-            family.trim().to_string()
-        } else {
-            letters
-        }
-    };
-    let judge_family = key(judge_family);
+    let judge_family = family_key(judge_family);
     models
         .into_iter()
-        .find(|(_, fam)| key(fam) == judge_family)
+        .find(|(_, fam)| family_key(fam) == judge_family)
         .map(|(id, _)| id)
+}
+
+/// A family as compared: its letters and digits, lower case (a family of punctuation alone
+/// as written).
+fn family_key(family: &str) -> String {
+    let letters: String = family
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    if letters.is_empty() {
+        family.trim().to_string()
+    } else {
+        letters
+    }
+}
+
+/// The maker a router's model name starts with (`openai/gpt-4o`, `meta-llama/Llama-3-8b` on
+/// OpenRouter, Together, …) when it is also the family of the other side: one of `theirs`,
+/// matched by letters and digits, either name containing the other (`meta-llama` is `meta`,
+/// `mistralai` is `mistral`), at least three of them. `None` without a prefix or a match.
+pub fn vendor_family<'a>(model_name: &str, theirs: &'a str) -> Option<&'a str> {
+    let (vendor, _) = model_name.trim().split_once('/')?;
+    let (vendor, family) = (family_key(vendor), family_key(theirs));
+    let (short, long) = if vendor.len() <= family.len() {
+        (&vendor, &family)
+    } else {
+        (&family, &vendor)
+    };
+    (short.chars().count() >= 3 && long.contains(short.as_str())).then_some(theirs)
 }
 
 /// Share of judged comparisons (both orderings parsed, not decided by failure) that flipped;
@@ -209,6 +226,24 @@ mod tests {
         assert_eq!(family_conflict("meta", models), None);
         assert_eq!(family_conflict("?", [("q", "-")]), None);
         assert_eq!(family_conflict(" - ", [("q", "-")]), Some("q"));
+    }
+
+    #[test]
+    fn a_router_model_name_says_its_maker() {
+        assert_eq!(vendor_family("openai/gpt-4o", "OpenAI"), Some("OpenAI"));
+        assert_eq!(
+            vendor_family(" meta-llama/Llama-3-8b", "meta"),
+            Some("meta")
+        );
+        assert_eq!(
+            vendor_family("mistralai/Mistral-7B", "mistral"),
+            Some("mistral")
+        );
+        assert_eq!(vendor_family("x-ai/grok-2", "xai"), Some("xai"));
+        assert_eq!(vendor_family("openai/gpt-4o", "anthropic"), None);
+        assert_eq!(vendor_family("gpt-4o", "openai"), None);
+        // Too short to say anything.
+        assert_eq!(vendor_family("ai/model", "openai"), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
 use crate::judging::{
     EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict, judge_agreement,
+    vendor_family,
 };
 use crate::prompt::{
     Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
@@ -635,6 +636,15 @@ family = "{judge_family}"
         let spelled = refusal(&config("http://127.0.0.1:9000/v1", "judge", "LAB"));
         assert!(
             spelled.is_some_and(|s| s.contains("is from the same family as ranked model `ours`"))
+        );
+        // The model name compared as the server reads it: case and spaces aside.
+        assert!(refusal(&config("http://127.0.0.1:8000/v1", " LAB-7B", "lab-inc")).is_some());
+        // A router's `vendor/model` name says its maker, whatever family it is given.
+        let routed = refusal(&config("http://127.0.0.1:9000/v1", "lab/lab-70b", "router"));
+        assert!(
+            routed.is_some_and(|s| s.contains(
+                "judge `j` (family `router`) and ranked model `ours` (family `lab`): the model name `lab/lab-70b` says its maker is `lab`"
+            )),
         );
     }
 }

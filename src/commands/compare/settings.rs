@@ -405,10 +405,10 @@ pub(crate) fn refuse_own_family(
     models: &[ModelConfig],
 ) -> anyhow::Result<()> {
     let endpoint = |m: &ModelConfig| {
-        config
-            .providers
-            .get(&m.provider)
-            .map(|p| (p.kind, p.base_url.as_deref().map(address), m.model.clone()))
+        config.providers.get(&m.provider).map(|p| {
+            let name = m.model.trim().to_lowercase();
+            (p.kind, p.base_url.as_deref().map(address), name)
+        })
     };
     for judge in judges {
         if let Judge::Llm(j) = judge
@@ -421,6 +421,24 @@ pub(crate) fn refuse_own_family(
                 j.id, j.model, m.id, j.family, m.family
             ))
             .into());
+        }
+        // A router's model name says its maker (`openai/gpt-4o`): a judge of that maker under
+        // a router's family is still that maker, and so is a ranked model.
+        if let Judge::Llm(j) = judge {
+            let named = models.iter().find_map(|m| {
+                vendor_family(&j.model, &m.family)
+                    .map(|fam| (j.model.as_str(), fam, m))
+                    .or_else(|| {
+                        vendor_family(&m.model, &j.family).map(|fam| (m.model.as_str(), fam, m))
+                    })
+            });
+            if let Some((name, family, m)) = named {
+                return Err(JudgeError::usage(format!(
+                    "judge `{}` (family `{}`) and ranked model `{}` (family `{}`): the model name `{name}` says its maker is `{family}`, so the judge would rate its own family's models (it favours them): pick a judge from another family",
+                    j.id, j.family, m.id, m.family
+                ))
+                .into());
+            }
         }
         let fams = models.iter().map(|m| (m.id.as_str(), m.family.as_str()));
         if let Some(model) = family_conflict(judge.family(), fams) {
