@@ -138,6 +138,9 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     }
     crate::interrupt::install();
     merge_into_manifest(&mut manifest, &config, &models);
+    for why in answer_set_warnings(&suite, &manifest) {
+        eprintln!("warning: {why}");
+    }
     for why in same_model_warnings(&manifest.models, &manifest.providers) {
         eprintln!("warning: {why}");
     }
@@ -663,26 +666,86 @@ pub fn model_brief(suite: &Suite, settings: &crate::config::RunSettings) -> Stri
 }
 
 /// The brief a run's answers were written to, as the judge and labellers are shown it: the
-/// [`model_brief`] of the run's settings, or the suite's context alone when every model of
-/// the run replays an answer set (`files` models get no system message: the style sentence
-/// and `[run] instruction` never reached them).
+/// [`model_brief`] of the run's settings. It depends on the settings alone, never on which
+/// models are in the run: a model added to a judged run must not change the judge's prompt.
+/// Answer sets (`files` models) get no system message; [`answer_set_warnings`] says so.
 pub fn run_brief(suite: &Suite, manifest: &Manifest) -> String {
-    let asked = manifest.models.iter().any(|m| {
+    model_brief(suite, &manifest.settings)
+}
+
+/// Warnings for a run with answer sets (`files` models), which replay text written elsewhere:
+/// none of the run's generation settings reached them (no system message, token cap or
+/// temperature). Ranked beside generated models, they are compared on unequal terms unless
+/// they were written under the same settings (DESIGN §2.1); alone, a style or instruction the
+/// run sets reached no model, though the judge is shown it as the brief.
+fn answer_set_warnings(suite: &Suite, manifest: &Manifest) -> Vec<String> {
+    let kind = |m: &ModelConfig| {
         manifest
             .providers
             .iter()
-            .any(|p| p.name == m.provider && p.kind != ProviderKind::Files)
-    });
-    if asked {
-        model_brief(suite, &manifest.settings)
-    } else {
-        let unsent = crate::config::RunSettings {
-            style: crate::config::StylePreset::None,
-            instruction: String::new(),
-            ..manifest.settings.clone()
-        };
-        model_brief(suite, &unsent)
+            .find(|p| p.name == m.provider)
+            .map(|p| p.kind)
+    };
+    let (sets, asked): (Vec<&ModelConfig>, Vec<&ModelConfig>) = manifest
+        .models
+        .iter()
+        .partition(|m| kind(m) == Some(ProviderKind::Files));
+    if sets.is_empty() {
+        return Vec::new();
     }
+    let settings = &manifest.settings;
+    let mut told = Vec::new();
+    if settings.style != crate::config::StylePreset::None {
+        told.push(format!("style `{}`", settings.style));
+    }
+    if !settings.instruction.trim().is_empty() {
+        told.push("`[run] instruction`".to_string());
+    }
+    let ids = |ms: &[&ModelConfig]| {
+        ms.iter()
+            .map(|m| format!("`{}`", m.id))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if asked.is_empty() {
+        if told.is_empty() {
+            return Vec::new();
+        }
+        return vec![format!(
+            "the run's {} reached no model: answer sets ({}) get no system message, yet the judge and labellers are shown it as part of the brief the answers were written to",
+            told.join(" and "),
+            ids(&sets)
+        )];
+    }
+    let mut why = format!(
+        "answer sets {} are ranked beside generated models {}, but none of the run's generation settings reached them (no system message{}, no token cap of {}, no temperature): the comparison is fair only if they were written under the same ones",
+        ids(&sets),
+        ids(&asked),
+        told.iter()
+            .map(|t| format!(", so no {t}"))
+            .collect::<String>(),
+        settings.max_tokens,
+    );
+    // About four characters a token: an answer far longer than the cap allows is one no
+    // generated model could have written.
+    let allowed = 4 * u64::from(settings.max_tokens);
+    let longest = sets
+        .iter()
+        .filter_map(|m| {
+            let answers = suite.answers.get(&m.model)?;
+            let chars = answers.values().map(|a| a.chars().count()).max()?;
+            Some((chars as u64, m))
+        })
+        .max_by_key(|(chars, _)| *chars);
+    if let Some((chars, m)) = longest
+        && chars > 2 * allowed
+    {
+        why.push_str(&format!(
+            "; answer set `{}` holds answers of up to {chars} characters, where max_tokens = {} lets a generated model write about {allowed}",
+            m.model, settings.max_tokens
+        ));
+    }
+    vec![why]
 }
 
 /// The request every model gets for a task: [`model_brief`] as the system message, the task

@@ -1530,8 +1530,10 @@ fn reordering_or_renaming_models_asks_the_judge_nothing_again() {
 /// Regression: the judge prompt said "the answers were written to this brief, which every model
 /// was given" over the suite's context alone, when the models were also told the style
 /// preset's and `[run] instruction`'s sentences (a concise-style run was judged without
-/// knowing conciseness was asked for). Labellers were shown the same short brief. Answer sets
-/// (`files` models), which get no system message, are still shown the context alone.
+/// knowing conciseness was asked for). Labellers were shown the same short brief. The brief
+/// is the run's settings' alone: answer sets (`files` models), which get no system message,
+/// are judged against it too, with a warning from generate, and a model added to a judged run
+/// of answer sets does not change the judge's prompt (it once did, and compare refused).
 #[test]
 fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
     let server = FakeServer::start(|req, n| {
@@ -1544,19 +1546,32 @@ fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
     let p = project(&server.url, "judge-labs");
     let config = p.read("judge.toml").replace(
         "seed = 5\n",
-        "seed = 5\nstyle = \"concise\"\ninstruction = \"Use Python 3.12.\"\n",
+        "seed = 5\nstyle = \"concise\"\ninstruction = \"Use Python 3.12.\"\nmax_tokens = 4\n",
     );
-    // Answer sets alone: no system message reached them.
+    // Longer than a 4-token cap lets a generated model write.
+    p.write(
+        "suites/demo/answers/good/t01.md",
+        &format!("MARKER solution 1{}", " pad".repeat(20)),
+    );
+    // Answer sets alone: no system message reached them, which generate says.
     p.write("judge.toml", &config);
-    assert_eq!(p.run(&["generate", "--run", "f"]).status.code(), Some(0));
-    assert_eq!(p.run(&["compare", "--run", "f"]).status.code(), Some(0));
-    let prompt = server.requests()[0].body["messages"].to_string();
+    let out = p.run(&["generate", "--run", "s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        prompt.contains("which every model was given:\\n\\nAnswer in Python.\\n\\nWhat makes"),
-        "{prompt}"
+        text(&out).contains("warning: the run's style `concise` and `[run] instruction` reached no model: answer sets (`zeta7`, `omega3`) get no system message"),
+        "{}",
+        text(&out)
     );
-    assert!(!prompt.contains("Use Python 3.12."), "{prompt}");
-    // With a model that was asked, the whole brief.
+    assert_eq!(p.run(&["compare", "--run", "s"]).status.code(), Some(0));
+    let whole = |prompt: &str| {
+        prompt.contains(
+            "which every model was given:\\n\\nAnswer in Python.\\n\\nBe concise: give the answer",
+        ) && prompt.contains("Use Python 3.12.")
+    };
+    let prompt = server.requests()[0].body["messages"].to_string();
+    assert!(whole(&prompt), "{prompt}");
+    // A model that was asked joins the judged run: the prompt stays, and generate says the
+    // answer sets beside it got none of its settings.
     p.write(
         "judge.toml",
         &config.replacen(
@@ -1565,17 +1580,18 @@ fn the_judge_and_labellers_see_the_whole_brief_the_models_were_given() {
             1,
         ),
     );
-    assert_eq!(p.run(&["generate", "--run", "s"]).status.code(), Some(0));
+    let out = p.run(&["generate", "--run", "s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: answer sets `zeta7`, `omega3` are ranked beside generated models `asked`, but none of the run's generation settings reached them (no system message, so no style `concise`, so no `[run] instruction`, no token cap of 4, no temperature)") && text(&out).contains("; answer set `good` holds answers of up to 97 characters, where max_tokens = 4 lets a generated model write about 16"),
+        "{}",
+        text(&out)
+    );
     let before = server.count();
     let out = p.run(&["compare", "--run", "s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let prompt = server.requests()[before].body["messages"].to_string();
-    assert!(
-        prompt.contains(
-            "which every model was given:\\n\\nAnswer in Python.\\n\\nBe concise: give the answer"
-        ) && prompt.contains("Use Python 3.12."),
-        "{prompt}"
-    );
+    assert!(whole(&prompt), "{prompt}");
     // The session's standard says the same.
     assert_eq!(
         p.run(&["label", "sample", "--run", "s", "--n", "1"])
