@@ -271,7 +271,13 @@ impl HttpProvider {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(config.timeout_secs))
-            .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
+            // Within the total, or the total's timer ends a connection that was never made as
+            // a slow reply (`timeout`), not as `unreachable`.
+            .connect_timeout(
+                Duration::from_secs(config.timeout_secs)
+                    .mul_f64(0.5)
+                    .min(Duration::from_secs(10)),
+            )
             .user_agent(concat!("judge/", env!("CARGO_PKG_VERSION")))
             .build()?;
         let backoff_ms = std::env::var(BACKOFF_ENV)
@@ -456,10 +462,12 @@ impl HttpProvider {
     }
 
     fn transport_error(&self, e: &reqwest::Error) -> ProviderError {
-        let class = if e.is_timeout() {
-            ErrorClass::Timeout
-        } else if e.is_connect() {
+        // A connection that could not be made in time (a firewalled or black-holed host, a VPN
+        // down) is unreachable, not a slow reply: checked first, as it is a timeout too.
+        let class = if e.is_connect() {
             ErrorClass::Unreachable
+        } else if e.is_timeout() {
+            ErrorClass::Timeout
         } else {
             ErrorClass::Network
         };
@@ -469,12 +477,12 @@ impl HttpProvider {
             msg.push_str(&format!(": {s}"));
             source = s.source();
         }
-        if e.is_timeout() {
+        if class == ErrorClass::Timeout {
             msg = format!(
                 "no complete response within {}s ({msg})",
                 self.config.timeout_secs
             );
-        } else if e.is_connect() {
+        } else if class == ErrorClass::Unreachable {
             msg = format!(
                 "provider `{}` could not be reached at {} ({msg}), also after {} retries: is the server running, and is base_url right? Nothing was recorded for the items it was to answer",
                 self.config.name,
@@ -985,6 +993,51 @@ mod tests {
         let (_, waiting) = retry_activity();
         assert!(waiting >= 1);
         drop(guard);
+    }
+
+    /// Regression: a connection attempt that timed out (SYNs dropped: a firewalled host) was a
+    /// `timeout`, recorded as a failure of every item, and the model lost every comparison; it
+    /// is `unreachable`, which stops the run with nothing recorded.
+    #[test]
+    fn a_connection_that_times_out_is_unreachable() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = runtime.block_on(async {
+            // A listener that never accepts, its queue filled: further SYNs are dropped.
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            let addr = socket.local_addr().unwrap();
+            let _listener = socket.listen(0).unwrap();
+            let mut fill = Vec::new();
+            for _ in 0..4 {
+                fill.push(tokio::spawn(tokio::net::TcpStream::connect(addr)));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let config = crate::config::parse_config(
+                "judge.toml",
+                &format!(
+                    "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"http://{addr}\"\napi_key_env = \"\"\ntimeout_secs = 1\nmax_retries = 0\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
+                ),
+            )
+            .unwrap();
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
+            let request = WireRequest {
+                path: "/chat/completions".into(),
+                body: serde_json::json!({}),
+                estimated_tokens: 0,
+            };
+            let (reply, _) = http.post_json(&request, &|| false, None).await;
+            reply.expect_err("never connected")
+        });
+        assert_eq!(err.class, ErrorClass::Unreachable, "{}", err.message);
+        assert!(
+            err.message.contains("could not be reached"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
