@@ -98,6 +98,23 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     load_run_locked(config, run, true, false, &|_| Ok(true))
 }
 
+/// The warning a command that read a run with [`load_run_recorded`] gives when the suite was
+/// edited since, with the same tasks (`None` when it is as recorded).
+pub fn edited_suite_warning(
+    manifest: &crate::engine::manifest::Manifest,
+    suite: &crate::suite::Suite,
+    run: &str,
+) -> Option<String> {
+    if suite.is_recorded_as(&manifest.suite.hash) {
+        return None;
+    }
+    let what = crate::engine::manifest::suite_changes(&manifest.suite, suite);
+    Some(format!(
+        "suite `{}` has changed since run `{run}` was generated ({what}), with the same tasks: read as the run recorded it (outputs, verdicts and checks are the run's; anything new needs the unchanged suite or a new run)",
+        suite.name
+    ))
+}
+
 fn load_run_locked<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
@@ -138,10 +155,7 @@ fn load_run_locked<R: crate::records::OutputRow>(
             ))
             .into());
         }
-        eprintln!(
-            "warning: suite `{}` has changed since run `{run}` was generated ({what}), with the same tasks: read as the run recorded it (outputs, verdicts and checks are the run's; anything new needs the unchanged suite or a new run)",
-            suite.name
-        );
+        // Said by the caller ([`edited_suite_warning`]): rank carries it in its leaderboards.
     }
     // A run recorded with the hash over answers/ too, or without file digests, is brought up
     // to date while its suite is unchanged: later answer sets can join it, and a later change

@@ -257,9 +257,11 @@ fn from_run(
         crate::commands::load_run_recorded(&config, run, false)?
     };
     // Said on stderr and in every leaderboard (JSON `warnings`, under the Markdown).
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = crate::commands::edited_suite_warning(&manifest, &suite, run)
+        .into_iter()
+        .collect();
     let comparisons: Vec<ComparisonRecord> = if args.from_labels {
-        let (labelled, shared) = comparisons_from_labels(&run_dir)?;
+        let (labelled, shared) = comparisons_from_labels(&run_dir, &mut warnings)?;
         if shared > 0 && args.bootstrap_unit == crate::cli::UnitArg::Comparison {
             warnings.push(format!(
                 "{shared} item(s) carry labels from more than one person; each label is a row, and rows of one item are not independent, which the comparison bootstrap's intervals do not account for: use --bootstrap-unit task (it resamples whole tasks)"
@@ -623,8 +625,11 @@ const MUCH_FLIPPING: f64 = 0.5;
 pub const HUMAN_JUDGE: &str = "human-labels";
 
 /// Every labeller's effective labels as comparisons, and how many items more than one
-/// labeller labelled.
-fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRecord>, usize)> {
+/// labeller labelled; a labeller's labels given after `--reveal` add a warning.
+fn comparisons_from_labels(
+    run_dir: &RunDir,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(Vec<ComparisonRecord>, usize)> {
     let sample: Vec<crate::label::SampleItem> =
         run_dir.read_jsonl(&run_dir.file(crate::commands::label::SAMPLE_FILE))?;
     let by_id: HashMap<&str, &crate::label::SampleItem> =
@@ -633,9 +638,10 @@ fn comparisons_from_labels(run_dir: &RunDir) -> anyhow::Result<(Vec<ComparisonRe
     let mut labels_per_item: HashMap<String, usize> = HashMap::new();
     for (who, records) in &crate::commands::label::read_all_labels(run_dir)? {
         let after_reveal = crate::label::labels_after_reveal(&sample, records);
-        if let Some(w) = crate::commands::label::after_reveal_warning(who, after_reveal) {
-            eprintln!("warning: {w}");
-        }
+        warnings.extend(crate::commands::label::after_reveal_warning(
+            who,
+            after_reveal,
+        ));
         for (item, winner) in crate::label::effective_labels(records) {
             let (Some(winner), Some(s)) = (winner, by_id.get(item.as_str())) else {
                 continue;

@@ -1298,3 +1298,27 @@ fn labels_are_scored_against_any_judge_of_the_run() {
         text(&out)
     );
 }
+
+/// Regression: the human leaderboard said that labels given after `--reveal` are not blind on
+/// stderr alone: a saved or piped leaderboard (and its JSON `warnings`) lost it.
+#[test]
+fn the_human_leaderboard_carries_the_not_blind_warning() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    // Every comparison: each task's three items share its models.
+    sample(&p, 24);
+    let out = session(&p, "eve", "1\n".repeat(24), &["--reveal"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["rank", "--run", "r", "--from-labels", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = board["warnings"].to_string();
+    assert!(
+        warnings.contains("`eve` gave 16 label(s) on items showing an answer whose model --reveal had shown them before"),
+        "{warnings}"
+    );
+    assert!(
+        p.read("runs/r/labels/leaderboard.md")
+            .contains("those labels are not blind")
+    );
+}

@@ -1169,10 +1169,16 @@ fn rank_reads_a_run_whose_suite_was_edited_with_the_same_tasks() {
         "{}",
         text(&out)
     );
-    assert_eq!(
-        p.read("runs/r/leaderboard.json"),
-        board,
-        "the same leaderboard"
+    // The same standings, and the saved leaderboard says what it was read from.
+    let json = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+    let after = json(&p.read("runs/r/leaderboard.json"));
+    assert!(after["models"].as_array().is_some_and(|m| m.len() == 4));
+    assert_eq!(after["models"], json(&board)["models"]);
+    assert!(
+        after["warnings"]
+            .to_string()
+            .contains("with the same tasks: read as the run recorded it"),
+        "{after}"
     );
     // A check.py removed since: the exec judge's coverage is the run's, as recorded.
     let check = "suites/python-pitfalls/tasks/atomic-file-write/check.py";

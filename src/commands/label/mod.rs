@@ -103,7 +103,11 @@ fn open(cli: &Cli, run: &str) -> anyhow::Result<Labelling> {
 fn open_as(cli: &Cli, run: &str, read_only: bool) -> anyhow::Result<Labelling> {
     let config = load_config(&cli.config)?;
     let (run_dir, manifest, suite, _) = if read_only {
-        crate::commands::load_run_recorded::<OutputBrief>(&config, run, true)?
+        let loaded = crate::commands::load_run_recorded::<OutputBrief>(&config, run, true)?;
+        if let Some(w) = crate::commands::edited_suite_warning(&loaded.1, &loaded.2, run) {
+            eprintln!("warning: {w}");
+        }
+        loaded
     } else {
         crate::commands::load_run_shared::<OutputBrief>(&config, run)?
     };
