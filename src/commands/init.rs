@@ -1,7 +1,7 @@
 //! `judge init`: a starter project to edit and run — judge.toml with real providers, a suite
 //! with one task and its hidden test. Writes nothing over an existing file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -76,9 +76,34 @@ pub fn run(cli: &Cli, args: &InitArgs) -> anyhow::Result<Outcome> {
     for (path, _) in &staged {
         eprintln!("wrote {}", path.display());
     }
+    // DIR: a project of its own, used from inside it. Else the config as named (`--config`),
+    // which the commands that follow need too.
+    let (place, config, run) = match &args.dir {
+        Some(dir) => (
+            format!("in {}, ", dir.display()),
+            "judge.toml".to_string(),
+            "judge run".to_string(),
+        ),
+        None => (
+            String::new(),
+            cli.config.display().to_string(),
+            match crate::config_flag_needed() {
+                Some(flag) => format!("judge {flag} run"),
+                None => "judge run".to_string(),
+            },
+        ),
+    };
+    let here = args.dir.is_some() || dir.as_os_str().is_empty() || dir == Path::new(".");
+    let tasks = if here {
+        PathBuf::from("suites")
+    } else {
+        dir.join("suites")
+    }
+    .join(suite)
+    .join("tasks");
     eprintln!(
-        "next: in {}, set the models and the judge in judge.toml (a judge of another family than every model), export the keys they use (OPENAI_API_KEY, ANTHROPIC_API_KEY), add tasks as suites/{suite}/tasks/<id>/prompt.md (a check.py beside one is its hidden test), then `judge run`",
-        dir.display()
+        "next: {place}set the models and the judge in {config} (a judge of another family than every model), export the keys they use (OPENAI_API_KEY, ANTHROPIC_API_KEY), add tasks as {}/<id>/prompt.md (a check.py beside one is its hidden test), then `{run}`",
+        tasks.display()
     );
     Ok(Outcome::Success)
 }

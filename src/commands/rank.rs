@@ -613,7 +613,7 @@ fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str) -> Option<Strin
         parts.push(format!("{both} had both outputs failed (both bad)"));
     }
     Some(format!(
-        "{total} comparison(s) were decided by failed generations, not by the judge: {}; their losses count like any other (outputs.jsonl says why each failed; `judge generate --run {run} --retry-failed` asks again)",
+        "{total} comparison(s) were decided by failed generations, not by the judge: {}; their losses count like any other (outputs.jsonl says why each failed; to ask again and judge the new outputs: `judge run --run {run} --retry-failed`)",
         parts.join(", ")
     ))
 }

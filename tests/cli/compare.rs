@@ -514,11 +514,13 @@ fn failed_generation_loses_without_asking_the_judge() {
         "1 comparison(s) were decided by failed generations, not by the judge: `{loser}` lost 1;"
     );
     assert!(
-        board["warnings"]
-            .as_array()
+        board["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().starts_with(&note)),
+            .starts_with(&note)
+            && w.as_str().unwrap().ends_with(
+                "to ask again and judge the new outputs: `judge run --run r3 --retry-failed`)"
+            )),
         "{board}"
     );
 }

@@ -1508,6 +1508,14 @@ fn init_writes_a_starter_project_that_loads_and_checks() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(p.path().join("other/eval.toml").is_file());
     assert!(p.path().join("other/suites/my-suite/suite.toml").is_file());
+    // Its next steps name that config, and the command to follow takes it too.
+    assert!(
+        text(&out).contains("set the models and the judge in other/eval.toml")
+            && text(&out).contains("add tasks as other/suites/my-suite/tasks/<id>/prompt.md")
+            && text(&out).contains("then `judge --config other/eval.toml run`"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Regression: a provider that cannot be reached at all (server down, wrong port) gave every
