@@ -38,6 +38,7 @@ use crate::suite::Suite;
 use crate::verdict::parse_verdict;
 
 mod calls;
+mod content;
 mod exec;
 mod settings;
 
@@ -174,6 +175,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     if !llm_judges(&inputs.judges).is_empty() {
         warn_edited_template(&inputs.config.root);
+        for w in content::content_warnings(&inputs.suite, &inputs.manifest, &inputs.outputs) {
+            eprintln!("warning: {w}");
+        }
     }
     let template =
         PairwiseTemplate::parse(PAIRWISE_TEMPLATE).expect("the shipped template is valid (tested)");
