@@ -115,6 +115,50 @@ pub fn rank(
     params: RankParams,
     costs: &[(Option<f64>, bool)],
 ) -> Result<Fitted, RankError> {
+    let mut fitted = rank_models(models, rows, params, costs)?;
+    let uneven = uneven_failures(&fitted);
+    fitted.warnings.extend(uneven);
+    Ok(fitted)
+}
+
+/// Failed comparisons leave the fit. When they fall on some models far more than on the
+/// others, they may fail for a reason tied to the outcome (an answer whose verdict line a
+/// judge quotes, one a judge refuses to judge), and then they hide wins or losses: one
+/// warning per such model, with at least [`UNEVEN_FAILURES_MIN`] failed comparisons, a
+/// tenth of its own, and more than twice the share among comparisons without it.
+fn uneven_failures(fitted: &Fitted) -> Vec<String> {
+    let total_rows = fitted.rated + fitted.both_bad + fitted.failed;
+    fitted
+        .standings
+        .iter()
+        .filter_map(|s| {
+            let own = s.wins + s.losses + s.ties + s.both_bad + s.failed;
+            let (others, others_failed) = (total_rows - own, fitted.failed - s.failed);
+            let share = |k: u64, of: u64| if of == 0 { 0.0 } else { k as f64 / of as f64 };
+            let (mine, theirs) = (share(s.failed, own), share(others_failed, others));
+            (s.failed >= UNEVEN_FAILURES_MIN && mine >= 0.1 && mine > 2.0 * theirs).then(|| {
+                format!(
+                    "judge failures fall unevenly on `{}`: {} of its {own} comparisons failed ({:.0}%), against {others_failed} of the {others} without it ({:.0}%); failed comparisons leave the ratings, so if they fail for a reason tied to the outcome its rating is biased: their `raw` replies in judgments.jsonl say why",
+                    s.model,
+                    s.failed,
+                    100.0 * mine,
+                    100.0 * theirs
+                )
+            })
+        })
+        .collect()
+}
+
+/// The fewest failed comparisons of a model that [`uneven_failures`] speaks of.
+const UNEVEN_FAILURES_MIN: u64 = 5;
+
+/// [`rank`] without the warnings on the final standings.
+fn rank_models(
+    models: &[String],
+    rows: &[Row],
+    params: RankParams,
+    costs: &[(Option<f64>, bool)],
+) -> Result<Fitted, RankError> {
     let n = models.len();
     if rows.is_empty() {
         return Err(RankError::NoComparisons);
@@ -762,6 +806,71 @@ mod tests {
             f.warnings
                 .iter()
                 .any(|w| w.contains("2 disconnected groups")),
+            "{:?}",
+            f.warnings
+        );
+    }
+
+    /// Failures on one pair (a judge that cannot parse its replies when one answer is shown)
+    /// are said of both its models; a model whose failures are no more than the others' is
+    /// not named, nor are failures spread evenly.
+    #[test]
+    fn failures_falling_on_some_models_are_warned_of() {
+        let models: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let failed = |a, b, task| Row {
+            a,
+            b,
+            outcome: RowOutcome::Failed,
+            task,
+        };
+        let mut rows = Vec::new();
+        for t in 0..20 {
+            rows.push(row(
+                0,
+                1,
+                [Outcome::AWins, Outcome::BWins][t as usize % 2],
+                t,
+            ));
+        }
+        for t in 0..10 {
+            rows.push(if t < 6 {
+                failed(0, 2, t)
+            } else {
+                row(0, 2, Outcome::Tie, t)
+            });
+            rows.push(row(
+                1,
+                2,
+                [Outcome::AWins, Outcome::BWins][t as usize % 2],
+                t,
+            ));
+        }
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        let uneven: Vec<&String> = f
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("judge failures fall unevenly"))
+            .collect();
+        assert_eq!(uneven.len(), 2, "{:?}", f.warnings);
+        assert!(
+            uneven[0].starts_with("judge failures fall unevenly on `a`: 6 of its 30 comparisons failed (20%), against 0 of the 10 without it (0%)"),
+            "{uneven:?}"
+        );
+        assert!(uneven[1].contains("on `c`: 6 of its 20 comparisons failed (30%)"));
+        // The same failures spread over every pair: nothing to say.
+        let mut even = Vec::new();
+        for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+            for t in 0..10 {
+                even.push(if t < 2 {
+                    failed(a, b, t)
+                } else {
+                    row(a, b, [Outcome::AWins, Outcome::BWins][t as usize % 2], t)
+                });
+            }
+        }
+        let f = rank(&models, &even, params(), &[]).expect("ranks");
+        assert!(
+            !f.warnings.iter().any(|w| w.contains("fall unevenly")),
             "{:?}",
             f.warnings
         );
