@@ -849,7 +849,7 @@ mod tests {
             "{note}"
         );
         assert!(
-            note.contains("judge generate --run r --retry-failed"),
+            note.contains("judge run --run r --retry-failed"),
             "{note}"
         );
     }
