@@ -424,14 +424,28 @@ fn finish(
 
     eprint!("{}", tally.render(&ctx.models));
     if let Some(line) = tally.failure_line(&ctx.models) {
+        // The models this invocation was given, when not every configured one: without them
+        // the suggested commands would add the others to the run.
+        let filter: String = if ctx.models.len() < ctx.config.models.len() {
+            ctx.models
+                .iter()
+                .map(|m| format!(" --model {}", m.id))
+                .collect()
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {name} --retry-failed`, then `judge compare --run {name}` to judge the new outputs; or both: `judge run --run {name} --retry-failed`)",
+            "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {name}{filter} --retry-failed`, then `judge compare --run {name}` to judge the new outputs; or both: `judge run --run {name}{filter} --retry-failed`)",
             crate::report::printable(&line),
             name = run_dir.name()
         );
     }
+    // The whole run's records, also of models this invocation did not select.
+    let (run_done, run_failed) = manifest.models.iter().fold((0, 0), |(d, f), m| {
+        (d + tally.records(&m.id), f + tally.failed(&m.id))
+    });
     eprintln!(
-        "run `{}`: {done} outputs ({failed} failed) in {}; this invocation: {} items, {} from cache, {} requests, {} spent",
+        "run `{}`: {run_done} outputs ({run_failed} failed) in {}; this invocation: {} items, {} from cache, {} requests, {} spent",
         run_dir.name(),
         path.display(),
         invocation.items,

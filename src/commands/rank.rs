@@ -71,6 +71,9 @@ pub struct RankInput {
     pub header: Header,
     /// Warnings about the input, shown before the fit's own.
     pub warnings: Vec<String>,
+    /// What to do when no comparison is rated (appended to that error): ask the judge
+    /// again, or the models whose failed generations decided the comparisons.
+    pub unrated_hint: String,
 }
 
 /// Runs `judge rank`.
@@ -137,19 +140,9 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         threads,
     };
     let mut fitted = rank(&input.models, &input.rows, params, &input.costs).map_err(|e| {
-        // A run's judge whose calls all failed can be asked again.
-        let hint = match (&e, &args.run) {
-            (crate::ranking::RankError::NoRatedComparisons, Some(run)) if !args.from_labels => {
-                let judge = input
-                    .header
-                    .judge
-                    .as_deref()
-                    .map_or(String::new(), |j| format!(" --judge {j}"));
-                format!(
-                    "; if its calls failed, `judge compare --run {run}{judge} --retry-failed` asks again"
-                )
-            }
-            _ => String::new(),
+        let hint = match &e {
+            crate::ranking::RankError::NoRatedComparisons => input.unrated_hint.as_str(),
+            _ => "",
         };
         // What was found before the fit failed still explains the run (comparisons missing,
         // judgments not brought in).
@@ -512,6 +505,11 @@ fn from_run(
         ));
     }
     warnings.extend(flip_warning(header.order_flip_rate));
+    let unrated_hint = if args.from_labels {
+        String::new()
+    } else {
+        unrated_hint(&mine, run, header.judge.as_deref().unwrap_or_default())
+    };
     Ok((
         RankInput {
             models,
@@ -519,6 +517,7 @@ fn from_run(
             costs,
             header,
             warnings,
+            unrated_hint,
         },
         run_dir,
         prompt,
@@ -612,8 +611,15 @@ fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str) -> Option<Strin
     if both > 0 {
         parts.push(format!("{both} had both outputs failed (both bad)"));
     }
+    let counted = match (counts.is_empty(), both > 0) {
+        (false, false) => "their losses count like any other",
+        (false, true) => {
+            "their losses count like any other, and the both-bad ones are counted but not rated"
+        }
+        (true, _) => "they are counted but not rated",
+    };
     Some(format!(
-        "{total} comparison(s) were decided by failed generations, not by the judge: {}; their losses count like any other (outputs.jsonl says why each failed; to ask again and judge the new outputs: `judge run --run {run} --retry-failed`)",
+        "{total} comparison(s) were decided by failed generations, not by the judge: {}; {counted} (outputs.jsonl says why each failed; to ask again and judge the new outputs: `judge run --run {run} --retry-failed`)",
         parts.join(", ")
     ))
 }
@@ -762,7 +768,35 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         rows,
         warnings: flip_warning(header.order_flip_rate).into_iter().collect(),
         header,
+        unrated_hint: String::new(),
     })
+}
+
+/// What to do about a run whose judge rated no comparison: the judge's failed calls can be
+/// asked again, and so can the failed generations that decided comparisons without it (a
+/// judge's retry would make no call for those); both bad by the judge's verdicts is its
+/// answer, with nothing to ask again.
+fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str) -> String {
+    let by_failure = mine.iter().filter(|c| c.by_failure).count();
+    let failed = mine
+        .iter()
+        .filter(|c| !c.by_failure && c.winner == Winner::Failed)
+        .count();
+    let mut hint = String::new();
+    if failed > 0 {
+        hint.push_str(&format!(
+            "; {failed} judge call(s) failed: `judge compare --run {run} --judge {judge} --retry-failed` asks again"
+        ));
+    }
+    if by_failure > 0 {
+        hint.push_str(&format!(
+            "; {by_failure} comparison(s) were decided by failed generations, with no judge call: `judge run --run {run} --judge {judge} --retry-failed` asks for the outputs again and judges them"
+        ));
+    }
+    if hint.is_empty() {
+        hint.push_str("; every comparison is both bad by the judge's verdicts");
+    }
+    hint
 }
 
 /// The warning for an order-flip rate above [`MUCH_FLIPPING`].
@@ -849,7 +883,14 @@ mod tests {
             "{note}"
         );
         assert!(
-            note.contains("judge run --run r --retry-failed"),
+            note.contains("judge run --run r --retry-failed")
+                && note.contains("their losses count like any other, and the both-bad ones are counted but not rated"),
+            "{note}"
+        );
+        // Both bad alone: no losses to speak of.
+        let note = by_failure_note(&[&both], "r").unwrap();
+        assert!(
+            note.contains("1 had both outputs failed (both bad); they are counted but not rated ("),
             "{note}"
         );
     }

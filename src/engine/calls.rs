@@ -302,10 +302,15 @@ pub fn build_http_providers(
                     Some(Secret::new(v.trim().to_string()))
                 }
                 _ => {
+                    let users: Vec<String> = users
+                        .iter()
+                        .filter(|u| u.provider == p.name)
+                        .map(|u| format!("`{}`", u.id))
+                        .collect();
                     missing.push(format!(
-                        "provider `{}` needs an API key in the environment variable `{env}` (used by `{}`); export it, or set another variable's name as api_key_env under [providers.{}] in {} (\"\" for a server that needs no key)",
+                        "provider `{}` needs an API key in the environment variable `{env}` (used by {}); export it, or set another variable's name as api_key_env under [providers.{}] in {} (\"\" for a server that needs no key)",
                         p.name,
-                        m.id,
+                        users.join(", "),
                         crate::config::toml_key(&p.name),
                         config.path.display()
                     ));

@@ -1744,3 +1744,32 @@ fn answers_that_unblind_the_judge_or_carry_a_verdict_line_are_warned_of() {
         text(&out)
     );
 }
+
+/// Regression: with nothing rated because generations failed, rank advised asking the judge
+/// again (`compare --retry-failed`), which makes no call for those comparisons, and the error
+/// came back. It names the failed generations and what asks for them again.
+#[test]
+fn nothing_rated_for_failed_generations_says_what_asks_again() {
+    let server = FakeServer::start(|_, _| reply("Both miss the point.\nVERDICT: BOTH_BAD"));
+    let p = project(&server.url, "judge-labs");
+    for set in ["good", "bad"] {
+        for task in ["t02", "t03"] {
+            std::fs::remove_file(
+                p.path()
+                    .join(format!("suites/demo/answers/{set}/{task}.md")),
+            )
+            .unwrap();
+        }
+    }
+    assert_eq!(p.run(&["generate", "--run", "r4"]).status.code(), Some(1));
+    assert_eq!(p.run(&["compare", "--run", "r4"]).status.code(), Some(0));
+    let out = p.run(&["rank", "--run", "r4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("no rated comparisons")
+            && text(&out).contains("; 2 comparison(s) were decided by failed generations, with no judge call: `judge run --run r4 --judge judge-1 --retry-failed` asks for the outputs again and judges them")
+            && !text(&out).contains("compare --run r4 --judge judge-1 --retry-failed"),
+        "{}",
+        text(&out)
+    );
+}

@@ -258,7 +258,9 @@ fn server_error_forever_is_a_failed_record_and_exit_1() {
     assert_eq!(server.count(), 3);
     assert!(
         text(&out).contains("failed: alpha 1 server_error")
-            && text(&out).contains("to ask again: `judge generate --run r --retry-failed`, then `judge compare --run r` to judge the new outputs; or both: `judge run --run r --retry-failed`"),
+            // The --model filter kept: without it the hint would add `beta` to the run.
+            && text(&out).contains("to ask again: `judge generate --run r --model alpha --retry-failed`, then `judge compare --run r` to judge the new outputs; or both: `judge run --run r --model alpha --retry-failed`")
+            && text(&out).contains("run `r`: 1 outputs (1 failed)"),
         "{}",
         text(&out)
     );
@@ -568,7 +570,7 @@ fn missing_key_env_exits_2_naming_it() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(
-            "provider `fake` needs an API key in the environment variable `FAKE_PROVIDER_KEY` (used by `alpha`); export it, or set another variable's name as api_key_env under [providers.fake] in "
+            "provider `fake` needs an API key in the environment variable `FAKE_PROVIDER_KEY` (used by `alpha`, `beta`); export it, or set another variable's name as api_key_env under [providers.fake] in "
         ),
         "{}",
         text(&out)
@@ -922,6 +924,12 @@ fn a_new_answer_set_joins_an_existing_run() {
     let out = p.run(&["generate", "--run", "r", "--model", "c"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 6);
+    // The run's total counts every model's records, not only this invocation's.
+    assert!(
+        text(&out).contains("run `r`: 6 outputs (0 failed)"),
+        "{}",
+        text(&out)
+    );
     // A `files` model replaying an answer set the suite does not have: a typo, refused.
     p.write(
         "judge.toml",
