@@ -14,6 +14,30 @@ static INSTALL: Once = Once::new();
 static NEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 const FINISH_IN_FLIGHT: &str = "finishing the work in flight (press Ctrl-C again to quit at once)";
 
+/// What a quit at once (the second signal) says is left to do: set by a command once its
+/// run exists (see [`on_quit_say`]).
+static ON_QUIT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Signals closer together than this are one: `timeout` (without `--foreground`) sends its
+/// SIGTERM to the command and to the command's process group, so the command gets it twice
+/// at once, which must not be taken for a second Ctrl-C that quits at once.
+const SAME_SIGNAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Makes a quit at once (a second Ctrl-C or SIGTERM) say `what`: that the run keeps what was
+/// finished and how to resume it. The latest call holds.
+pub fn on_quit_say(what: String) {
+    *ON_QUIT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(what);
+}
+
+/// The hint for a run: every finished item is recorded; `--run NAME` resumes it.
+pub fn resume_note(run: &str) -> String {
+    format!(
+        "every finished item of run `{run}` is recorded: rerun the same command with `--run {run}` to resume"
+    )
+}
+
 /// Makes the message the first signal prints (once [`install`]ed) say `next`, what happens
 /// now, instead of "finishing the work in flight": for a command with no items in flight,
 /// such as a labelling session. The first call's `next` holds.
@@ -93,14 +117,28 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
                 NEXT.get().map_or(FINISH_IN_FLIGHT, String::as_str)
             );
             REQUESTED.store(true, Ordering::SeqCst);
-            let again = tokio::select! {
-                got = next(&mut interrupts) => got,
-                got = next(&mut terminates) => got,
-            };
-            if again.is_some() {
+            let first_at = std::time::Instant::now();
+            loop {
+                let again = tokio::select! {
+                    got = next(&mut interrupts) => got,
+                    got = next(&mut terminates) => got,
+                };
+                if again.is_none() {
+                    break;
+                }
+                if first_at.elapsed() < SAME_SIGNAL {
+                    continue;
+                }
                 let _wait = HOLD
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(what) = ON_QUIT
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .as_deref()
+                {
+                    let _ = writeln!(std::io::stderr(), "quitting at once; {what}");
+                }
                 std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
             }
         }

@@ -137,6 +137,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         }
     }
     crate::interrupt::install();
+    crate::interrupt::on_quit_say(crate::interrupt::resume_note(&run_name));
     merge_into_manifest(&mut manifest, &config, &models);
     for why in answer_set_warnings(&suite, &manifest) {
         eprintln!("warning: {why}");

@@ -1050,3 +1050,71 @@ fn a_short_key_echoed_in_an_error_is_redacted() {
         text(&out)
     );
 }
+
+/// Regression: `timeout` sends its SIGTERM to the command and to its process group, so judge
+/// got two at once and quit at once, with no summary and no hint. Signals that close together
+/// are one stop; a later second one quits at once and says how to resume.
+#[test]
+fn two_signals_at_once_are_one_stop_and_a_later_one_quits_saying_how_to_resume() {
+    let server = FakeServer::start(|req, _| {
+        std::thread::sleep(Duration::from_millis(1500));
+        Reply::ok(&format!("answer to {}", req.user_text()))
+    });
+    let p = Project::with_suite(
+        10,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 2"),
+    );
+    let start = |p: &Project| {
+        p.judge()
+            .args(["generate", "--run", "r"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_for_requests = |server: &FakeServer, n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.count() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let child = start(&p);
+    wait_for_requests(&server, 2);
+    let pid = child.id().to_string();
+    // Two deliveries in one go, as `timeout` makes them.
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid, &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(!text(&out).contains("quitting at once"), "{}", text(&out));
+    assert!(
+        text(&out).contains("this invocation:"),
+        "the summary: {}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), server.count());
+
+    // A second signal well after the first quits at once, saying what is kept.
+    let asked = server.count();
+    let child = start(&p);
+    wait_for_requests(&server, asked + 1);
+    let pid = child.id().to_string();
+    for signal in ["-TERM", "-INT"] {
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        text(&out).contains("quitting at once; every finished item of run `r` is recorded: rerun the same command with `--run r` to resume"),
+        "{}",
+        text(&out)
+    );
+}

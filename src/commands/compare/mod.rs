@@ -193,6 +193,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
 
     inputs.run_dir.create_and_lock()?;
     crate::interrupt::install();
+    crate::interrupt::on_quit_say(crate::interrupt::resume_note(inputs.run_dir.name()));
     let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
     // The exec judge reads no prompt: an exec-only run records none.
     if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
