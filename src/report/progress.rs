@@ -1,7 +1,7 @@
 //! The progress bar on stderr (indicatif): done/total, cache hits, failures, cost so far, ETA.
 //! Hidden when stderr is not a terminal or with `--quiet`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -23,7 +23,17 @@ struct Counts {
 pub struct Progress {
     bar: ProgressBar,
     counts: Mutex<Counts>,
+    /// Without a terminal (a CI log, stderr to a file): the thread that prints a status line
+    /// now and then, and what stops it.
+    ticker: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
 }
+
+/// How often a status line is printed when stderr is not a terminal (no bar): often enough
+/// that a log shows a run is alive through a long rate limit, rarely enough not to flood it.
+const STATUS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Environment variable that sets [`STATUS_EVERY`] in milliseconds (tests).
+pub const STATUS_EVERY_ENV: &str = "JUDGE_STATUS_EVERY_MS";
 
 impl Progress {
     /// A bar for `total` items; hidden unless stderr is a terminal and `quiet` is false.
@@ -32,10 +42,35 @@ impl Progress {
         let bar = if visible {
             ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
         } else {
-            ProgressBar::hidden()
+            ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden())
         };
         // Retries are counted from here (`judge run`'s compare bar does not show generate's).
         let (retries_before, _) = crate::provider::http::retry_activity();
+        let ticker = (!quiet && !visible && total > 0).then(|| {
+            let every = std::env::var(STATUS_EVERY_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map_or(STATUS_EVERY, std::time::Duration::from_millis);
+            let (stop, stopped) = std::sync::mpsc::channel::<()>();
+            let (bar, label) = (bar.clone(), label.to_string());
+            let thread = std::thread::spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
+                {
+                    let (retries, waiting) = crate::provider::http::retry_activity();
+                    let line = status_line(
+                        &label,
+                        (bar.position(), total),
+                        &bar.message(),
+                        &retry_text(retries.saturating_sub(retries_before), waiting),
+                        bar.elapsed(),
+                    );
+                    // Not `eprintln!`: a stderr that cannot be written must not end the run.
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                }
+            });
+            (stop, thread)
+        });
         let style = ProgressStyle::with_template(&format!(
             "{label} {{bar:30.cyan/blue}} {{pos}}/{{len}}{{msg}}{{retries}} [{{elapsed_precise}}, ETA {{eta}}]"
         ))
@@ -55,6 +90,7 @@ impl Progress {
         Progress {
             bar,
             counts: Mutex::new(Counts::default()),
+            ticker: Mutex::new(ticker),
         }
     }
 
@@ -90,10 +126,47 @@ impl Progress {
         }
     }
 
-    /// Removes the bar.
+    /// Removes the bar (and stops the status lines).
     pub fn finish(&self) {
+        self.stop_ticker();
         self.bar.finish_and_clear();
     }
+
+    fn stop_ticker(&self) {
+        let ticker = self
+            .ticker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some((stop, thread)) = ticker {
+            drop(stop);
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop_ticker();
+    }
+}
+
+/// The status line printed now and then without a terminal: `generate: 120/400 · cache hits
+/// 3 · failed 0 · $0.12 · retries 2 (1 waiting) · 2m05s elapsed`.
+fn status_line(
+    label: &str,
+    (done, total): (u64, u64),
+    message: &str,
+    retries: &str,
+    elapsed: std::time::Duration,
+) -> String {
+    let secs = elapsed.as_secs();
+    let clock = match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    };
+    format!("{label}: {done}/{total}{message}{retries} · {clock} elapsed")
 }
 
 /// The bar's note of retries: how many were made, and how many requests wait for theirs now
@@ -121,6 +194,23 @@ fn spending(known_usd: f64, unpriced: bool, unknown: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_line_says_where_the_batch_is() {
+        let line = status_line(
+            "generate",
+            (120, 400),
+            " · cache hits 3 · failed 0 · $0.12",
+            " · retries 2 (1 waiting)",
+            std::time::Duration::from_secs(125),
+        );
+        assert_eq!(
+            line,
+            "generate: 120/400 · cache hits 3 · failed 0 · $0.12 · retries 2 (1 waiting) · 2m05s elapsed"
+        );
+        let hours = status_line("c", (0, 1), "", "", std::time::Duration::from_secs(3725));
+        assert_eq!(hours, "c: 0/1 · 1h02m05s elapsed");
+    }
 
     #[test]
     fn retries_are_shown_once_there_are_any() {

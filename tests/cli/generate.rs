@@ -1588,3 +1588,39 @@ fn two_ids_for_one_model_are_named_as_the_same_answers() {
         text(&out)
     );
 }
+
+/// Without a terminal (a CI log) there is no bar: a status line now and then shows the run is
+/// alive, through a long rate limit too; `--quiet` has none.
+#[test]
+fn without_a_terminal_a_status_line_shows_the_run_is_alive() {
+    let server = FakeServer::start(|req, n| {
+        std::thread::sleep(Duration::from_millis(400));
+        echo(req, n)
+    });
+    let p = Project::with_suite(2, &config(&server.url, ""));
+    let out = p
+        .judge()
+        .args(["generate", "--run", "r", "--model", "alpha"])
+        .env("JUDGE_STATUS_EVERY_MS", "250")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("generate: ") && l.contains("/2") && l.ends_with("s elapsed")),
+        "{err}"
+    );
+    let out = p
+        .judge()
+        .args(["-q", "generate", "--run", "q", "--model", "beta"])
+        .env("JUDGE_STATUS_EVERY_MS", "250")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("elapsed"),
+        "{}",
+        text(&out)
+    );
+}
