@@ -34,8 +34,8 @@ pub struct Cli {
     )]
     pub config: PathBuf,
 
-    /// No progress bar (also hidden automatically when stderr is not a terminal). The end-of-run
-    /// summary and warnings still go to stderr.
+    /// No progress bar, and no status lines (printed every minute instead of the bar when stderr
+    /// is not a terminal). The end-of-run summary and warnings still go to stderr.
     #[arg(long, short, global = true, visible_alias = "no-progress")]
     pub quiet: bool,
 
