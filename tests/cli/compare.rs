@@ -1773,3 +1773,54 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
         text(&out)
     );
 }
+
+/// A judge that never follows the format (another model behind the id, replies cut off by the
+/// token cap) was asked every call twice. None of its first 10 calls giving a verdict, its
+/// remaining calls are not made (a rerun asks them); a judge that gave one verdict is never
+/// stopped.
+#[test]
+fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
+    for parses_first in [false, true] {
+        let server = FakeServer::start(move |_, n| {
+            if parses_first && n == 0 {
+                reply("VERDICT: TIE")
+            } else {
+                Reply::ok("def solve():\n    return 42\n")
+            }
+        });
+        let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
+        config.push_str(&format!(
+            "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = 1\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
+            server.url
+        ));
+        let p = Project::with_suite(8, &config);
+        for set in ["x", "y"] {
+            for i in 1..=8 {
+                p.write(
+                    &format!("suites/demo/answers/{set}/t{i:02}.md"),
+                    &format!("{set} {i}"),
+                );
+            }
+        }
+        assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+        let out = p.run(&["compare", "--run", "r"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let recorded = p.jsonl("runs/r/judgments.jsonl").len();
+        let stopped = text(&out).contains(
+            "error: judge `j` gave no verdict in the required format in its first 10 calls (each asked twice): its remaining calls were not made",
+        );
+        if parses_first {
+            assert!(!stopped, "{}", text(&out));
+            assert_eq!(recorded, 16);
+        } else {
+            assert!(stopped, "{}", text(&out));
+            assert_eq!(recorded, 10, "{}", text(&out));
+            assert_eq!(server.count(), 20);
+            assert!(
+                text(&out).contains("warning: judge `j` has 3 comparison(s) still missing"),
+                "{}",
+                text(&out)
+            );
+        }
+    }
+}

@@ -152,7 +152,55 @@ pub(super) fn retry_keys(ctx: &Ctx, calls: &[Call]) -> Vec<String> {
 }
 
 /// One judge call with one retry for an unparsable reply. `None` = stopped before finishing.
+/// [`one_judge_call`], unless the judge is found broken ([`JudgeHealth`]): its calls not
+/// started yet are skipped (not recorded: a rerun asks them), so as not to pay for more.
 pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
+    let health = &ctx.health[call.judge];
+    if health.is_broken() {
+        return None;
+    }
+    let record = one_judge_call(ctx.clone(), call).await?;
+    health.tally(&record);
+    Some(record)
+}
+
+/// Whether a judge follows the reply format at all: a judge none of whose first
+/// [`BROKEN_JUDGE_CALLS`] calls in this compare gave a verdict (each asked twice) is taken as
+/// broken (another model, a reply cut off by its token cap), and its remaining calls are not
+/// made.
+#[derive(Debug, Default)]
+pub(super) struct JudgeHealth {
+    unparsable: std::sync::atomic::AtomicU32,
+    parsed: std::sync::atomic::AtomicBool,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+/// Calls without a single verdict after which a judge is taken as broken.
+pub(super) const BROKEN_JUDGE_CALLS: u32 = 10;
+
+impl JudgeHealth {
+    pub(super) fn is_broken(&self) -> bool {
+        self.broken.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn tally(&self, record: &JudgmentRecord) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if matches!(record.verdict, JudgmentVerdict::Parsed(_)) {
+            self.parsed.store(true, SeqCst);
+        } else if record
+            .error
+            .as_ref()
+            .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict)
+        {
+            let n = self.unparsable.fetch_add(1, SeqCst) + 1;
+            if n >= BROKEN_JUDGE_CALLS && !self.parsed.load(SeqCst) {
+                self.broken.store(true, SeqCst);
+            }
+        }
+    }
+}
+
+async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
     let Judge::Llm(judge) = &ctx.judges[call.judge] else {
         unreachable!("only LLM judges make calls")
     };

@@ -124,6 +124,8 @@ struct Ctx {
     stop: Arc<Stop>,
     /// Check results, when the execution judge takes part.
     checks: Option<CheckTable>,
+    /// Per judge (by index): whether it gives verdicts at all.
+    health: Vec<calls::JudgeHealth>,
     /// The limits and sandbox of those checks ([`crate::commands::check::checks_basis`]).
     exec_basis: Option<serde_json::Value>,
 }
@@ -232,6 +234,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         args.deadline.map(|d| std::time::Instant::now() + d),
     ));
     let ctx = Arc::new(Ctx {
+        health: (0..inputs.judges.len())
+            .map(|_| Default::default())
+            .collect(),
         brief,
         cache,
         checks,
@@ -430,6 +435,15 @@ fn finish(
             "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}{judges}`",
             run = run_dir.name()
         );
+    }
+    for (judge, health) in ctx.judges.iter().zip(&ctx.health) {
+        if health.is_broken() {
+            eprintln!(
+                "error: judge `{}` gave no verdict in the required format in its first {} calls (each asked twice): its remaining calls were not made, so as not to pay for more. Its replies are the `raw` of its failed records in judgments.jsonl: a reply must end with a line `VERDICT: 1`, `2`, `TIE` or `BOTH_BAD`, and one cut off by the token cap (`judge_max_tokens` under [run]) ends without it. Pick another judge, or fix its settings and judge into a new run",
+                judge.id(),
+                calls::BROKEN_JUDGE_CALLS
+            );
+        }
     }
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
         let finish = if ungenerated > 0 {
