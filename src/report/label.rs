@@ -294,7 +294,10 @@ fn row(name: &str, labelled: usize, s: &AgreementStats) -> Vec<String> {
         labelled.to_string(),
         s.items.to_string(),
         opt(s.agreement),
-        opt(s.agreement_excluding_ties),
+        // On how many items: excluding ties can leave very few.
+        s.agreement_excluding_ties.map_or("n/a".into(), |v| {
+            format!("{} ({})", fmt_float(v, 3), s.items_excluding_ties)
+        }),
         opt(s.kappa),
         s.kappa_ci.map_or("n/a".into(), |i| {
             format!("[{}, {}]", fmt_float(i.lo, 3), fmt_float(i.hi, 3))
@@ -307,7 +310,7 @@ const HEADER: [&str; 7] = [
     "labelled",
     "vs judge",
     "agreement",
-    "excl. ties",
+    "excl. ties (items)",
     "kappa",
     "kappa 95% CI",
 ];
@@ -373,7 +376,7 @@ fn text_report(s: &Scores, markdown: bool) -> String {
                 "labellers",
                 "shared",
                 "agreement",
-                "excl. ties",
+                "excl. ties (items)",
                 "kappa",
                 "kappa 95% CI",
             ],
@@ -417,6 +420,7 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
                 "kappa",
                 "kappa_ci_low",
                 "kappa_ci_high",
+                "items_excluding_ties",
             ])
             .expect("writing to memory cannot fail");
             let mut emit =
@@ -432,6 +436,7 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
                         f(st.kappa),
                         f(st.kappa_ci.map(|i| i.lo)),
                         f(st.kappa_ci.map(|i| i.hi)),
+                        st.items_excluding_ties.to_string(),
                     ])
                     .expect("writing to memory cannot fail");
                 };

@@ -296,9 +296,19 @@ fn sample_label_score_and_rank_end_to_end() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "labeller,versus,labelled,items,agreement,agreement_excluding_ties,kappa,kappa_ci_low,kappa_ci_high"
+        "labeller,versus,labelled,items,agreement,agreement_excluding_ties,kappa,kappa_ci_low,kappa_ci_high,items_excluding_ties"
     );
     assert!(lines[1].starts_with("alice,judge,20,20,1.0"), "{csv}");
+    // How many items the agreement excluding ties rests on, in the CSV and the table.
+    let excl: usize = lines[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert!(excl > 0 && excl <= 20, "{csv}");
+    let out = p.run(&["label", "score", "--run", "r"]);
+    assert!(
+        text(&out).contains("excl. ties (items)")
+            && text(&out).contains(&format!("1.000 ({excl})")),
+        "{}",
+        text(&out)
+    );
     assert!(lines[3].starts_with("all,judge,40,40,1.0"), "{csv}");
     assert!(lines[4].starts_with("alice,bob,,20,1.0"), "{csv}");
 }
