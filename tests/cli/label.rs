@@ -1332,3 +1332,41 @@ fn the_human_leaderboard_carries_the_not_blind_warning() {
             .contains("those labels are not blind")
     );
 }
+
+/// Regression: once a second judge had judged the run, the same `label sample` command asked
+/// for --judge although the sample records its judge; and a sample drawn otherwise was
+/// refused without saying why the new one differs.
+#[test]
+fn the_same_sample_command_holds_after_another_judge_and_a_differing_one_says_why() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    sample(&p, 6);
+    let config = p.read("judge.toml")
+        + "\n[[judges]]\nid = \"judge-y\"\nprovider = \"j\"\nmodel = \"jm2\"\nfamily = \"judge-labs\"\n";
+    p.write("judge.toml", &config);
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-y"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "6"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("already holds this sample (6 items by `judge-x`"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "8"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("already exists with another sample (6 items; this command draws 8) (no labels yet); pass --force"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&[
+        "label", "sample", "--run", "r", "--n", "6", "--judge", "judge-y",
+    ]);
+    assert!(
+        text(&out)
+            .contains("already exists with another sample (it holds `judge-x`'s comparisons)"),
+        "{}",
+        text(&out)
+    );
+}

@@ -237,7 +237,20 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
     let (mut run_dir, manifest, _suite, _outputs) =
         load_run::<crate::records::OutputBrief>(&config, &args.run)?;
     let comparisons: Vec<ComparisonRecord> = read_jsonl_repairing(&run_dir.file(COMPARISONS_FILE))?;
-    let judge = crate::commands::pick_judge(&comparisons, args.judge.as_deref(), &args.run)?;
+    let path = run_dir.file(SAMPLE_FILE);
+    let existing: Vec<crate::label::SampleItem> = if path.exists() {
+        read_jsonl_repairing(&path)?
+    } else {
+        Vec::new()
+    };
+    // Without --judge, the existing sample's judge: the same command again must not need
+    // one because a second judge has judged the run since.
+    let sampled_judge = existing.first().map(|i| i.judge.as_str());
+    let judge = crate::commands::pick_judge(
+        &comparisons,
+        args.judge.as_deref().or(sampled_judge),
+        &args.run,
+    )?;
     let candidates: Vec<&ComparisonRecord> = comparisons
         .iter()
         .filter(|c| c.judge == judge && !c.by_failure && c.winner != Winner::Failed)
@@ -249,13 +262,11 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    let path = run_dir.file(SAMPLE_FILE);
     let seed = args.seed.unwrap_or(manifest.seed);
     let items = stratified_sample(&candidates, args.n, seed);
     if path.exists() && !args.force {
         // The same command again (after it was interrupted just after writing, say) finds the
         // sample it would draw: nothing to do.
-        let existing: Vec<crate::label::SampleItem> = read_jsonl_repairing(&path)?;
         if existing == items {
             eprintln!(
                 "`{}` already holds this sample ({} items by `{judge}`, seed {seed}): nothing to do",
@@ -265,15 +276,30 @@ fn sample(cli: &Cli, args: &LabelSampleArgs) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Success);
         }
         let labelled = tied_files(&run_dir)?.len() > 1;
+        // Why the sample drawn now is another: what it was drawn from has changed.
+        let why = if sampled_judge.is_some_and(|j| j != judge) {
+            format!(
+                " (it holds `{}`'s comparisons)",
+                sampled_judge.unwrap_or_default()
+            )
+        } else if existing.len() != items.len() {
+            format!(
+                " ({} items; this command draws {})",
+                existing.len(),
+                items.len()
+            )
+        } else {
+            " (the run's comparisons, or --n or --seed, differ from those it was drawn with)".into()
+        };
         return Err(JudgeError::usage(if labelled {
             format!(
-                "`{}` already exists and has labels; pass --force to draw a new sample (--force archives the existing labels to {}/replaced-<UTC time>/, and the new sample starts unlabelled)",
+                "`{}` already exists with another sample{why} and has labels; pass --force to draw a new sample (--force archives the existing labels to {}/replaced-<UTC time>/, and the new sample starts unlabelled)",
                 path.display(),
                 run_dir.file("labels").display()
             )
         } else {
             format!(
-                "`{}` already exists (no labels yet); pass --force to replace it",
+                "`{}` already exists with another sample{why} (no labels yet); pass --force to replace it",
                 path.display()
             )
         })
