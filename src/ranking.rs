@@ -351,6 +351,9 @@ fn fit_all(
             )
         })
         .collect();
+    // Models whose rating a warning below already calls the prior's: they won or lost every
+    // rated game (or had none).
+    let mut alone: Vec<bool> = standings.iter().map(|s| s.games == 0).collect();
     // Zero width is judged on the bootstrap's own bounds: a bound set on the estimate (see
     // [`holding`]) must not hide it. Standings are still in model order here.
     for (i, s) in standings.iter().enumerate().filter(|(_, s)| s.games > 0) {
@@ -375,6 +378,7 @@ fn fit_all(
         let undefeated = s.losses == 0 && s.ties == 0 && s.wins > 0;
         let winless = s.wins == 0 && s.ties == 0 && s.losses > 0;
         if undefeated || winless {
+            alone[i] = true;
             warnings.push(format!(
                 "model `{}` {} every one of its {} rated games: its rating and interval are set by the prior (--prior), not by the data, which say only that it is {} than the others it met",
                 s.model,
@@ -383,6 +387,21 @@ fn fit_all(
                 if undefeated { "better" } else { "worse" }
             ));
         }
+    }
+    // Groups of models that never lost to (nor tied) another group: the gaps between them
+    // are the prior's too, which the per-model warnings above do not say of groups.
+    for part in crate::stats::unlinked_groups(input.counts(), &input.active, &alone) {
+        let named: Vec<String> = part
+            .iter()
+            .map(|g| {
+                let ids: Vec<String> = g.iter().map(|&i| format!("`{}`", models[i])).collect();
+                format!("{{{}}}", ids.join(", "))
+            })
+            .collect();
+        warnings.push(format!(
+            "the games do not link these models both ways: no model of a later group ever beat or tied one of an earlier group ({}); the gaps between the groups are set by the prior (--prior), not by the data, which say only that each group is better than those after it",
+            named.join(" › ")
+        ));
     }
     // Within a rank by win rate, to 1e-9: models with the same record have win rates equal
     // up to rounding noise, and their order follows their names, not that noise.
@@ -871,6 +890,42 @@ mod tests {
         let f = rank(&models, &even, params(), &[]).expect("ranks");
         assert!(
             !f.warnings.iter().any(|w| w.contains("fall unevenly")),
+            "{:?}",
+            f.warnings
+        );
+    }
+
+    /// Two models that tie each other and beat the rest, who beat each other round: neither
+    /// won every game, yet the gap to the rest is the prior's; said of the groups.
+    #[test]
+    fn groups_the_games_do_not_link_both_ways_are_warned_of() {
+        let models: Vec<String> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut rows = Vec::new();
+        for t in 0..6 {
+            rows.push(row(0, 1, Outcome::Tie, t));
+            rows.push(row(0, 2, Outcome::AWins, t));
+            rows.push(row(1, 3, Outcome::AWins, t));
+            rows.push(row(2, 3, Outcome::AWins, t));
+            rows.push(row(3, 4, Outcome::AWins, t));
+            rows.push(row(4, 2, Outcome::AWins, t));
+        }
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        assert!(
+            f.warnings.iter().any(|w| w.starts_with(
+                "the games do not link these models both ways: no model of a later group ever beat or tied one of an earlier group ({`a`, `b`} › {`c`, `d`, `e`})"
+            )),
+            "{:?}",
+            f.warnings
+        );
+        assert!(!f.warnings.iter().any(|w| w.contains("every one of its")));
+        // One win of `e` over `a` links them: nothing to say.
+        rows.push(row(4, 0, Outcome::AWins, 0));
+        let f = rank(&models, &rows, params(), &[]).expect("ranks");
+        assert!(
+            !f.warnings.iter().any(|w| w.contains("do not link")),
             "{:?}",
             f.warnings
         );

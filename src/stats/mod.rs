@@ -15,6 +15,7 @@ mod multinomial;
 mod poisson;
 mod ranks;
 mod refit;
+mod separation;
 mod task_sums;
 mod wilson;
 
@@ -37,4 +38,5 @@ pub use interval::{
 };
 pub use kappa::{LabelCategory, agreement, cohen_kappa, kappa_bootstrap, kappa_cluster_bootstrap};
 pub use ranks::{rank_groups, tied_ranks};
+pub(crate) use separation::unlinked_groups;
 pub use wilson::{WILSON_Z, wilson_interval};
