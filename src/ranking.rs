@@ -37,7 +37,16 @@ pub struct RankParams {
     pub seed: u64,
     pub unit: BootstrapUnit,
     pub threads: usize,
+    /// With the comparison unit: also bootstrap by task (same seed), and warn when whole
+    /// tasks give much wider intervals (comparisons of one task are correlated, which the
+    /// comparison bootstrap takes for independent). For a run's comparisons, whose rows
+    /// come in per-task clusters; a battles file is left as it is.
+    pub cluster_check: bool,
 }
+
+/// The task bootstrap's mean win-rate interval width, over the comparison bootstrap's,
+/// above which the leaderboard says the comparison intervals understate the uncertainty.
+const CLUSTERED: f64 = 1.25;
 
 /// One leaderboard line. A model without rated games has no rank, rating or win rate
 /// (`None`): it is listed, unranked, after the others.
@@ -297,6 +306,7 @@ fn fit_all(
         (fitted, side.join().expect("the Elo thread panicked"))
     });
     let Aggregated {
+        clustering,
         fit,
         boot,
         groups,
@@ -322,6 +332,11 @@ fn fit_all(
     if groups > 1 {
         warnings.push(format!(
             "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
+        ));
+    }
+    if let Some(ratio) = clustering.filter(|&r| r > CLUSTERED) {
+        warnings.push(format!(
+            "comparisons of one task are correlated (an easy task is easy for every model): resampling whole tasks (--bootstrap-unit task) gives win-rate intervals {ratio:.1}× as wide on average as these, which resample comparisons as if independent and so understate the uncertainty"
         ));
     }
     if params.unit == BootstrapUnit::Task && crate::stats::tasks_are_single_rows(&input) {
@@ -423,6 +438,9 @@ fn fit_all(
 
 /// What [`fit_and_bootstrap`] works out.
 struct Aggregated {
+    /// The task bootstrap's mean win-rate interval width over the comparison bootstrap's
+    /// (see [`RankParams::cluster_check`]).
+    clustering: Option<f64>,
     fit: BtFit,
     boot: BootstrapResult,
     /// Connected groups of the graph of rated games.
@@ -441,7 +459,7 @@ fn aggregate_all(n: usize, rows: &[Row], params: RankParams) -> Result<Part, Ran
     let parts: Vec<Result<Part, RankError>> = std::thread::scope(|s| {
         let handles: Vec<_> = rows
             .chunks(part)
-            .map(|chunk| s.spawn(move || aggregate(n, chunk, params.unit)))
+            .map(|chunk| s.spawn(move || aggregate(n, chunk, params)))
             .collect();
         handles
             .into_iter()
@@ -485,6 +503,29 @@ fn fit_and_bootstrap(
         params.threads,
         &fit,
     )?;
+    // Percentile intervals over fewer tasks understate (see FEW_TASKS): no yardstick then.
+    let clustering = if params.cluster_check
+        && params.unit == BootstrapUnit::Comparison
+        && input.has_tasks()
+        && input.n_tasks() >= FEW_TASKS
+        && !crate::stats::tasks_are_single_rows(input)
+    {
+        let by_task = bootstrap(
+            input,
+            BootstrapUnit::Task,
+            params.prior,
+            params.resamples,
+            params.seed,
+            params.threads,
+            &fit,
+        )?;
+        let mean_width =
+            |v: &[Interval]| v.iter().map(Interval::width).sum::<f64>() / v.len().max(1) as f64;
+        let (task, comparison) = (mean_width(&by_task.win_rate), mean_width(&boot.win_rate));
+        (comparison > 0.0).then(|| task / comparison)
+    } else {
+        None
+    };
     let tally = counts
         .per_model()
         .iter()
@@ -492,6 +533,7 @@ fn fit_and_bootstrap(
         .map(|(&[w, l, t, b], &f)| [w, l, t, b, f])
         .collect();
     Ok(Aggregated {
+        clustering,
         fit,
         boot,
         groups: connected_groups(n, &input.active.models),
@@ -510,11 +552,11 @@ struct Part {
     failed_rows: u64,
 }
 
-fn aggregate(n: usize, rows: &[Row], unit: BootstrapUnit) -> Result<Part, RankError> {
+fn aggregate(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankError> {
     let mut part = Part {
-        builder: match unit {
-            BootstrapUnit::Comparison => BootstrapInputBuilder::comparisons_only(n),
-            BootstrapUnit::Task => BootstrapInputBuilder::new(n),
+        builder: match (params.unit, params.cluster_check) {
+            (BootstrapUnit::Comparison, false) => BootstrapInputBuilder::comparisons_only(n),
+            _ => BootstrapInputBuilder::new(n),
         },
         failed: vec![0; n],
         failed_rows: 0,
@@ -654,6 +696,7 @@ mod tests {
             seed: 7,
             unit: BootstrapUnit::Comparison,
             threads: 2,
+            cluster_check: false,
         }
     }
 
@@ -929,6 +972,61 @@ mod tests {
             "{:?}",
             f.warnings
         );
+    }
+
+    /// Comparisons that come in blocks by task (every row of a task says the same) make the
+    /// comparison bootstrap's intervals too narrow; the run's leaderboard says by how much.
+    /// Rows whose tasks say nothing in common give no such warning.
+    #[test]
+    fn clustered_comparisons_are_said_to_understate_the_uncertainty() {
+        let models: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let checked = RankParams {
+            cluster_check: true,
+            resamples: 1000,
+            ..params()
+        };
+        let clustered_warning = |rows: &[Row], p: RankParams| {
+            rank(&models, rows, p, &[])
+                .expect("ranks")
+                .warnings
+                .into_iter()
+                .find(|w| w.starts_with("comparisons of one task are correlated"))
+        };
+        let mut blocks = Vec::new();
+        for t in 0..40u32 {
+            let o = if t % 2 == 0 {
+                Outcome::AWins
+            } else {
+                Outcome::BWins
+            };
+            for _ in 0..10 {
+                blocks.push(row(0, 1, o, t));
+                blocks.push(row(1, 2, o, t));
+                blocks.push(row(0, 2, o, t));
+            }
+        }
+        let said = clustered_warning(&blocks, checked).expect("warned");
+        let ratio: f64 = said
+            .split("intervals ")
+            .nth(1)
+            .and_then(|r| r.split('×').next())
+            .and_then(|r| r.parse().ok())
+            .expect("a ratio");
+        assert!(ratio > 2.0, "{said}");
+        // Only when asked (a run's comparisons), and only by the comparison unit.
+        assert_eq!(clustered_warning(&blocks, params()), None);
+        let by_task = RankParams {
+            unit: BootstrapUnit::Task,
+            ..checked
+        };
+        assert_eq!(clustered_warning(&blocks, by_task), None);
+        // One row per (task, pair), outcomes unrelated to the task.
+        let mut plain = Vec::new();
+        for t in 0..120u32 {
+            let o = [Outcome::AWins, Outcome::BWins, Outcome::Tie][(t * 7 % 3) as usize];
+            plain.push(row(t % 3, (t + 1) % 3, o, t / 3));
+        }
+        assert_eq!(clustered_warning(&plain, checked), None);
     }
 
     #[test]

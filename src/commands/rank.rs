@@ -138,6 +138,9 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         seed: input.header.seed,
         unit: args.bootstrap_unit.into(),
         threads,
+        // A run's comparisons come in per-task clusters; battles files and labels do not
+        // (labels have their own warning for items labelled twice).
+        cluster_check: args.run.is_some() && !args.from_labels,
     };
     let mut fitted = rank(&input.models, &input.rows, params, &input.costs).map_err(|e| {
         let hint = match &e {
