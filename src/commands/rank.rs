@@ -296,6 +296,7 @@ fn from_run(
         .collect();
     model_cfgs.sort_by(|x, y| x.id.cmp(&y.id));
     let models: Vec<String> = model_cfgs.iter().map(|m| m.id.clone()).collect();
+    let model_flags = run_model_flags(&config, &models);
     if !args.from_labels {
         // Generated after the judge's last compare (the manifest's count of missing
         // comparisons predates it): listed unranked, with what to do.
@@ -421,11 +422,11 @@ fn from_run(
         .unwrap_or(0);
     if missing > 0 && !args.from_labels {
         warnings.push(format!(
-            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
+            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}{model_flags}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
         ));
     }
     if !args.from_labels {
-        warnings.extend(by_failure_note(&mine, run));
+        warnings.extend(by_failure_note(&mine, run, &model_flags));
     }
     // Prompt hash → judgments that used it; the header shows the most used one.
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
@@ -511,7 +512,12 @@ fn from_run(
     let unrated_hint = if args.from_labels {
         String::new()
     } else {
-        unrated_hint(&mine, run, header.judge.as_deref().unwrap_or_default())
+        unrated_hint(
+            &mine,
+            run,
+            header.judge.as_deref().unwrap_or_default(),
+            &model_flags,
+        )
     };
     Ok((
         RankInput {
@@ -591,7 +597,9 @@ fn unreflected_judgments(
 /// What the leaderboard must say of comparisons decided by a failed generation (the failed
 /// side loses without a judge; both failed is both bad): in the columns they are losses and
 /// both-bad like any other, so the note names each model's count, most first.
-fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str) -> Option<String> {
+/// `models`: the `--model` flags that keep `judge run` to the run's models
+/// ([`run_model_flags`]).
+fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str, models: &str) -> Option<String> {
     let mut lost: BTreeMap<&str, usize> = BTreeMap::new();
     let mut both = 0;
     for c in comparisons.iter().filter(|c| c.by_failure) {
@@ -622,7 +630,7 @@ fn by_failure_note(comparisons: &[&ComparisonRecord], run: &str) -> Option<Strin
         (true, _) => "they are counted but not rated",
     };
     Some(format!(
-        "{total} comparison(s) were decided by failed generations, not by the judge: {}; {counted} (outputs.jsonl says why each failed; to ask again and judge the new outputs: `judge run --run {run} --retry-failed`)",
+        "{total} comparison(s) were decided by failed generations, not by the judge: {}; {counted} (outputs.jsonl says why each failed; to ask again and judge the new outputs: `judge run --run {run}{models} --retry-failed`)",
         parts.join(", ")
     ))
 }
@@ -775,11 +783,21 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
     })
 }
 
+/// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
+/// models: without them it would add every configured model to the run. Empty when the
+/// run has every configured model.
+fn run_model_flags(config: &crate::config::Config, models: &[String]) -> String {
+    if config.models.iter().all(|m| models.contains(&m.id)) {
+        return String::new();
+    }
+    models.iter().map(|m| format!(" --model {m}")).collect()
+}
+
 /// What to do about a run whose judge rated no comparison: the judge's failed calls can be
 /// asked again, and so can the failed generations that decided comparisons without it (a
 /// judge's retry would make no call for those); both bad by the judge's verdicts is its
 /// answer, with nothing to ask again.
-fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str) -> String {
+fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str, models: &str) -> String {
     let by_failure = mine.iter().filter(|c| c.by_failure).count();
     let failed = mine
         .iter()
@@ -788,12 +806,12 @@ fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str) -> String {
     let mut hint = String::new();
     if failed > 0 {
         hint.push_str(&format!(
-            "; {failed} judge call(s) failed: `judge compare --run {run} --judge {judge} --retry-failed` asks again"
+            "; {failed} comparison(s) failed for the judge: `judge compare --run {run} --judge {judge} --retry-failed` asks again"
         ));
     }
     if by_failure > 0 {
         hint.push_str(&format!(
-            "; {by_failure} comparison(s) were decided by failed generations, with no judge call: `judge run --run {run} --judge {judge} --retry-failed` asks for the outputs again and judges them"
+            "; {by_failure} comparison(s) were decided by failed generations, with no judge call: `judge run --run {run}{models} --judge {judge} --retry-failed` asks for the outputs again and judges them"
         ));
     }
     if hint.is_empty() {
@@ -874,11 +892,11 @@ mod tests {
             by_failure: false,
             ..by_failure(Winner::ModelA)
         };
-        assert_eq!(by_failure_note(&[&judged], "r"), None);
+        assert_eq!(by_failure_note(&[&judged], "r", ""), None);
         let b_lost = by_failure(Winner::ModelA);
         let a_lost = by_failure(Winner::ModelB);
         let both = by_failure(Winner::BothBad);
-        let note = by_failure_note(&[&a_lost, &b_lost, &b_lost, &both, &judged], "r").unwrap();
+        let note = by_failure_note(&[&a_lost, &b_lost, &b_lost, &both, &judged], "r", "").unwrap();
         assert!(
             note.starts_with(
                 "4 comparison(s) were decided by failed generations, not by the judge: `b` lost 2, `a` lost 1, 1 had both outputs failed (both bad);"
@@ -891,9 +909,10 @@ mod tests {
             "{note}"
         );
         // Both bad alone: no losses to speak of.
-        let note = by_failure_note(&[&both], "r").unwrap();
+        let note = by_failure_note(&[&both], "r", " --model a").unwrap();
         assert!(
-            note.contains("1 had both outputs failed (both bad); they are counted but not rated ("),
+            note.contains("1 had both outputs failed (both bad); they are counted but not rated (")
+                && note.contains("`judge run --run r --model a --retry-failed`"),
             "{note}"
         );
     }

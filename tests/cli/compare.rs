@@ -1763,11 +1763,16 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
     }
     assert_eq!(p.run(&["generate", "--run", "r4"]).status.code(), Some(1));
     assert_eq!(p.run(&["compare", "--run", "r4"]).status.code(), Some(0));
+    // A model configured since, not in the run: the hint keeps to the run's models, or
+    // following it would add that one.
+    let config = p.read("judge.toml")
+        + "\n[[models]]\nid = \"later\"\nprovider = \"answers\"\nmodel = \"good\"\nfamily = \"other\"\n";
+    p.write("judge.toml", &config);
     let out = p.run(&["rank", "--run", "r4"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains("no rated comparisons")
-            && text(&out).contains("; 2 comparison(s) were decided by failed generations, with no judge call: `judge run --run r4 --judge judge-1 --retry-failed` asks for the outputs again and judges them")
+            && text(&out).contains("; 2 comparison(s) were decided by failed generations, with no judge call: `judge run --run r4 --model omega3 --model zeta7 --judge judge-1 --retry-failed` asks for the outputs again and judges them")
             && !text(&out).contains("compare --run r4 --judge judge-1 --retry-failed"),
         "{}",
         text(&out)
@@ -1776,13 +1781,16 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
 
 /// A judge that never follows the format (another model behind the id, replies cut off by the
 /// token cap) was asked every call twice. None of its first 10 calls giving a verdict, its
-/// remaining calls are not made (a rerun asks them); a judge that gave one verdict is never
-/// stopped.
+/// remaining calls are not made (a rerun asks them); a judge one of whose first calls gave a
+/// verdict is never stopped, even when that verdict came back after ten failures.
 #[test]
 fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
     for parses_first in [false, true] {
         let server = FakeServer::start(move |_, n| {
             if parses_first && n == 0 {
+                // The verdict comes last, after every other call of the first ten failed:
+                // the calls count in the order they started.
+                std::thread::sleep(std::time::Duration::from_millis(800));
                 reply("VERDICT: TIE")
             } else {
                 Reply::ok("def solve():\n    return 42\n")
@@ -1790,8 +1798,9 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
         });
         let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
         config.push_str(&format!(
-            "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = 1\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
-            server.url
+            "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = {}\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
+            server.url,
+            if parses_first { 4 } else { 1 }
         ));
         let p = Project::with_suite(8, &config);
         for set in ["x", "y"] {
@@ -1816,8 +1825,10 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
             assert!(stopped, "{}", text(&out));
             assert_eq!(recorded, 10, "{}", text(&out));
             assert_eq!(server.count(), 20);
+            // No hint to ask it again: that pays for the same failures.
             assert!(
-                text(&out).contains("warning: judge `j` has 3 comparison(s) still missing"),
+                text(&out).contains("warning: judge `j` has 3 comparison(s) still missing (run `r`); it was stopped as broken (above)")
+                    && !text(&out).contains("--retry-failed"),
                 "{}",
                 text(&out)
             );

@@ -159,19 +159,21 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     if health.is_broken() {
         return None;
     }
+    let started = health.start();
     let record = one_judge_call(ctx.clone(), call).await?;
-    health.tally(&record);
+    health.tally(started, &record);
     Some(record)
 }
 
-/// Whether a judge follows the reply format at all: a judge none of whose first
-/// [`BROKEN_JUDGE_CALLS`] calls in this compare gave a verdict (each asked twice) is taken as
-/// broken (another model, a reply cut off by its token cap), and its remaining calls are not
-/// made.
+/// Whether a judge follows the reply format at all: a judge whose first
+/// [`BROKEN_JUDGE_CALLS`] calls in this compare (in the order they started, whichever
+/// finished first) were all unparsable, each asked twice, is taken as broken (another model,
+/// replies cut off by its token cap), and its calls not started yet are not made.
 #[derive(Debug, Default)]
 pub(super) struct JudgeHealth {
+    started: std::sync::atomic::AtomicU32,
+    /// Of the first calls started: how many ended unparsable.
     unparsable: std::sync::atomic::AtomicU32,
-    parsed: std::sync::atomic::AtomicBool,
     broken: std::sync::atomic::AtomicBool,
 }
 
@@ -183,19 +185,25 @@ impl JudgeHealth {
         self.broken.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    fn tally(&self, record: &JudgmentRecord) {
+    /// Numbers a call as it starts.
+    fn start(&self) -> u32 {
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Takes the record of the call numbered `started`: only the first calls count, and
+    /// only when every one of them ended unparsable is the judge broken.
+    fn tally(&self, started: u32, record: &JudgmentRecord) {
         use std::sync::atomic::Ordering::SeqCst;
-        if matches!(record.verdict, JudgmentVerdict::Parsed(_)) {
-            self.parsed.store(true, SeqCst);
-        } else if record
+        let unparsable = record
             .error
             .as_ref()
-            .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict)
+            .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict);
+        if started < BROKEN_JUDGE_CALLS
+            && unparsable
+            && self.unparsable.fetch_add(1, SeqCst) + 1 == BROKEN_JUDGE_CALLS
         {
-            let n = self.unparsable.fetch_add(1, SeqCst) + 1;
-            if n >= BROKEN_JUDGE_CALLS && !self.parsed.load(SeqCst) {
-                self.broken.store(true, SeqCst);
-            }
+            self.broken.store(true, SeqCst);
         }
     }
 }

@@ -412,14 +412,33 @@ fn finish(
         .iter()
         .filter(|j| matches!(j.verdict, JudgmentVerdict::Failed(_)))
         .collect();
+    // Judges stopped as broken are told of below: asking them again pays for the same.
+    let broken: BTreeSet<&str> = ctx
+        .judges
+        .iter()
+        .zip(&ctx.health)
+        .filter(|(_, h)| h.is_broken())
+        .map(|(j, _)| j.id())
+        .collect();
     let failed_calls = failed.len();
     if failed_calls > 0 {
         // Only the judges that failed: the bare command would ask every configured judge.
-        let judges: BTreeSet<&str> = failed.iter().map(|j| j.judge.as_str()).collect();
+        let judges: BTreeSet<&str> = failed
+            .iter()
+            .map(|j| j.judge.as_str())
+            .filter(|j| !broken.contains(j))
+            .collect();
         let flags: String = judges.iter().map(|j| format!(" --judge {j}")).collect();
+        let again = if judges.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; to ask again: `judge compare --run {}{flags} --retry-failed`",
+                run_dir.name()
+            )
+        };
         eprintln!(
-            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept); to ask again: `judge compare --run {}{flags} --retry-failed`",
-            run_dir.name()
+            "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept){again}"
         );
     }
     let ungenerated = ctx
@@ -446,7 +465,9 @@ fn finish(
         }
     }
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
-        let finish = if ungenerated > 0 {
+        let finish = if broken.contains(judge.as_str()) {
+            "it was stopped as broken (above): rerunning compare with it pays for the same failures again".to_string()
+        } else if ungenerated > 0 {
             "finish generating first (above), then rerun compare".to_string()
         } else {
             format!(
