@@ -125,41 +125,83 @@ pub fn rank(
     costs: &[(Option<f64>, bool)],
 ) -> Result<Fitted, RankError> {
     let mut fitted = rank_models(models, rows, params, costs)?;
-    let uneven = uneven_failures(&fitted);
+    let uneven = uneven_failures(&fitted, models, rows);
     fitted.warnings.extend(uneven);
     Ok(fitted)
 }
 
-/// Failed comparisons leave the fit. When they fall on some models far more than on the
-/// others, they may fail for a reason tied to the outcome (an answer whose verdict line a
-/// judge quotes, one a judge refuses to judge), and then they hide wins or losses: one
-/// warning per such model, with at least [`UNEVEN_FAILURES_MIN`] failed comparisons, a
-/// tenth of its own, and more than twice the share among comparisons without it.
-fn uneven_failures(fitted: &Fitted) -> Vec<String> {
-    let total_rows = fitted.rated + fitted.both_bad + fitted.failed;
-    fitted
-        .standings
-        .iter()
-        .filter_map(|s| {
-            let own = s.wins + s.losses + s.ties + s.both_bad + s.failed;
-            let (others, others_failed) = (total_rows - own, fitted.failed - s.failed);
-            let share = |k: u64, of: u64| if of == 0 { 0.0 } else { k as f64 / of as f64 };
-            let (mine, theirs) = (share(s.failed, own), share(others_failed, others));
-            (s.failed >= UNEVEN_FAILURES_MIN && mine >= 0.1 && mine > 2.0 * theirs).then(|| {
-                format!(
-                    "judge failures fall unevenly on `{}`: {} of its {own} comparisons failed ({:.0}%), against {others_failed} of the {others} without it ({:.0}%); failed comparisons leave the ratings, so if they fail for a reason tied to the outcome its rating is biased: their `raw` replies in judgments.jsonl say why",
-                    s.model,
-                    s.failed,
-                    100.0 * mine,
-                    100.0 * theirs
-                )
-            })
-        })
-        .collect()
+/// Failed comparisons leave the fit. When they fall on a model, or a pair, far more than on
+/// the rest, they may fail for a reason tied to the outcome (an answer whose verdict line a
+/// judge quotes, one a judge refuses to judge), and then they hide wins or losses. Said of a
+/// model, or else of a pair, with at least [`UNEVEN_FAILURES_MIN`] failed comparisons, more
+/// than twice the share among the comparisons without it, and a share that chance alone
+/// would not give (Fisher's exact test, one-sided, p below [`UNEVEN_FAILURES_ALPHA`] divided
+/// by the number of models and pairs looked at: failures spread evenly over a handful of
+/// comparisons always fall on some more than others).
+fn uneven_failures(fitted: &Fitted, models: &[String], rows: &[Row]) -> Vec<String> {
+    let total = fitted.rated + fitted.both_bad + fitted.failed;
+    let failed = fitted.failed;
+    if failed < UNEVEN_FAILURES_MIN {
+        return Vec::new();
+    }
+    // Per pair of model indices: comparisons, failed ones.
+    let mut pairs: std::collections::BTreeMap<(u32, u32), (u64, u64)> = Default::default();
+    for r in rows {
+        let e = pairs.entry((r.a.min(r.b), r.a.max(r.b))).or_default();
+        e.0 += 1;
+        e.1 += u64::from(r.outcome == RowOutcome::Failed);
+    }
+    let looked_at = (fitted.standings.len() + pairs.len()).max(1) as f64;
+    // Whether `k` failed of `n` stands out from the rest, and the two shares.
+    let stands_out = |k: u64, n: u64| -> Option<(f64, f64)> {
+        let (rest, rest_failed) = (total - n, failed - k);
+        let mine = k as f64 / n.max(1) as f64;
+        let theirs = rest_failed as f64 / rest.max(1) as f64;
+        let p = crate::stats::hypergeometric_upper_tail(k, n, failed, total);
+        (k >= UNEVEN_FAILURES_MIN && mine > 2.0 * theirs && p < UNEVEN_FAILURES_ALPHA / looked_at)
+            .then_some((mine, theirs))
+    };
+    let mut out = Vec::new();
+    let mut named: Vec<&str> = Vec::new();
+    for s in &fitted.standings {
+        let own = s.wins + s.losses + s.ties + s.both_bad + s.failed;
+        if let Some((mine, theirs)) = stands_out(s.failed, own) {
+            named.push(&s.model);
+            out.push(format!(
+                "judge failures fall unevenly on `{}`: {} of its {own} comparisons failed ({:.0}%), against {} of the {} without it ({:.0}%), more than chance gives; failed comparisons leave the ratings, so if they fail for a reason tied to the outcome its rating is biased: their `raw` replies in judgments.jsonl say why",
+                s.model,
+                s.failed,
+                100.0 * mine,
+                failed - s.failed,
+                total - own,
+                100.0 * theirs
+            ));
+        }
+    }
+    for (&(a, b), &(n, k)) in &pairs {
+        let name = |i: u32| models.get(i as usize).map_or("?", String::as_str);
+        let (x, y) = (name(a), name(b));
+        if named.contains(&x) || named.contains(&y) {
+            continue;
+        }
+        if let Some((mine, theirs)) = stands_out(k, n) {
+            out.push(format!(
+                "judge failures fall unevenly on `{x}` against `{y}`: {k} of their {n} comparisons failed ({:.0}%), against {} of the {} others ({:.0}%), more than chance gives; failed comparisons leave the ratings, so if they fail for a reason tied to the outcome (say, when one of them loses) both ratings are biased: their `raw` replies in judgments.jsonl say why",
+                100.0 * mine,
+                failed - k,
+                total - n,
+                100.0 * theirs
+            ));
+        }
+    }
+    out
 }
 
-/// The fewest failed comparisons of a model that [`uneven_failures`] speaks of.
+/// The fewest failed comparisons of a model or pair that [`uneven_failures`] speaks of.
 const UNEVEN_FAILURES_MIN: u64 = 5;
+
+/// The family-wise false-alarm rate of [`uneven_failures`] when failures fall by chance.
+const UNEVEN_FAILURES_ALPHA: f64 = 0.01;
 
 /// [`rank`] without the warnings on the final standings.
 fn rank_models(
@@ -874,8 +916,8 @@ mod tests {
     }
 
     /// Failures on one pair (a judge that cannot parse its replies when one answer is shown)
-    /// are said of both its models; a model whose failures are no more than the others' is
-    /// not named, nor are failures spread evenly.
+    /// are said of that pair; failures spread over every pair, or too few to tell from
+    /// chance, are not.
     #[test]
     fn failures_falling_on_some_models_are_warned_of() {
         let models: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
@@ -885,14 +927,10 @@ mod tests {
             outcome: RowOutcome::Failed,
             task,
         };
+        let split = |t: u32| [Outcome::AWins, Outcome::BWins][t as usize % 2];
         let mut rows = Vec::new();
         for t in 0..20 {
-            rows.push(row(
-                0,
-                1,
-                [Outcome::AWins, Outcome::BWins][t as usize % 2],
-                t,
-            ));
+            rows.push(row(0, 1, split(t), t));
         }
         for t in 0..10 {
             rows.push(if t < 6 {
@@ -900,12 +938,7 @@ mod tests {
             } else {
                 row(0, 2, Outcome::Tie, t)
             });
-            rows.push(row(
-                1,
-                2,
-                [Outcome::AWins, Outcome::BWins][t as usize % 2],
-                t,
-            ));
+            rows.push(row(1, 2, split(t), t));
         }
         let f = rank(&models, &rows, params(), &[]).expect("ranks");
         let uneven: Vec<&String> = f
@@ -913,29 +946,55 @@ mod tests {
             .iter()
             .filter(|w| w.starts_with("judge failures fall unevenly"))
             .collect();
-        assert_eq!(uneven.len(), 2, "{:?}", f.warnings);
+        assert_eq!(uneven.len(), 1, "{:?}", f.warnings);
         assert!(
-            uneven[0].starts_with("judge failures fall unevenly on `a`: 6 of its 30 comparisons failed (20%), against 0 of the 10 without it (0%)"),
+            uneven[0].starts_with("judge failures fall unevenly on `a` against `c`: 6 of their 10 comparisons failed (60%), against 0 of the 30 others (0%), more than chance gives"),
             "{uneven:?}"
         );
-        assert!(uneven[1].contains("on `c`: 6 of its 20 comparisons failed (30%)"));
-        // The same failures spread over every pair: nothing to say.
-        let mut even = Vec::new();
-        for (a, b) in [(0, 1), (0, 2), (1, 2)] {
-            for t in 0..10 {
-                even.push(if t < 2 {
-                    failed(a, b, t)
-                } else {
-                    row(a, b, [Outcome::AWins, Outcome::BWins][t as usize % 2], t)
-                });
-            }
+        // A model whose answers break the judge: said of the model, not of its pairs.
+        let mut broken = Vec::new();
+        for t in 0..20 {
+            broken.push(row(0, 1, split(t), t));
+            broken.push(if t < 10 {
+                failed(1, 2, t)
+            } else {
+                row(1, 2, split(t), t)
+            });
+            broken.push(if t < 10 {
+                failed(0, 2, t)
+            } else {
+                row(0, 2, split(t), t)
+            });
         }
-        let f = rank(&models, &even, params(), &[]).expect("ranks");
-        assert!(
-            !f.warnings.iter().any(|w| w.contains("fall unevenly")),
-            "{:?}",
-            f.warnings
-        );
+        let f = rank(&models, &broken, params(), &[]).expect("ranks");
+        let uneven: Vec<&String> = f
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("judge failures fall unevenly"))
+            .collect();
+        assert_eq!(uneven.len(), 1, "{:?}", f.warnings);
+        assert!(uneven[0].starts_with("judge failures fall unevenly on `c`: 20 of its 40 comparisons failed (50%), against 0 of the 20 without it (0%)"));
+        // The same failures spread over every pair, or failing every thirteenth row: chance.
+        for spread in [|i: u32| i % 10 < 2, |i: u32| i.is_multiple_of(13)] {
+            let mut even = Vec::new();
+            let mut i = 0;
+            for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+                for t in 0..25 {
+                    even.push(if spread(i) {
+                        failed(a, b, t)
+                    } else {
+                        row(a, b, split(t), t)
+                    });
+                    i += 1;
+                }
+            }
+            let f = rank(&models, &even, params(), &[]).expect("ranks");
+            assert!(
+                !f.warnings.iter().any(|w| w.contains("fall unevenly")),
+                "{:?}",
+                f.warnings
+            );
+        }
     }
 
     /// Two models that tie each other and beat the rest, who beat each other round: neither

@@ -8,6 +8,7 @@ mod bradley_terry;
 mod counts;
 mod elo;
 mod error;
+mod fisher;
 mod interval;
 mod kappa;
 mod linalg;
@@ -33,6 +34,7 @@ pub use bradley_terry::{
 pub use counts::{Outcome, PairCounts, PairTally};
 pub use elo::{ELO_ESTABLISHED_MATCHES, ELO_K_ESTABLISHED, ELO_K_NEW, ELO_START, EloEntry, elo};
 pub use error::StatsError;
+pub use fisher::hypergeometric_upper_tail;
 pub use interval::{
     Interval, IntervalTails, LOWER_QUANTILE, UPPER_QUANTILE, percentile_interval, quantile_sorted,
 };
