@@ -1721,7 +1721,7 @@ fn answers_that_unblind_the_judge_or_carry_a_verdict_line_are_warned_of() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let said = text(&out);
     assert!(
-        said.contains("warning: answers of `zeta7` name a model or maker of this run in 1 of 3 task(s) where another answer to the task does not (`handwritten-good` ×1): the judge can tell who wrote them"),
+        said.contains("warning: answers of `zeta7` say which model or maker of this run wrote them (\"I am …\", \"as …,\", \"trained by …\") in 1 of 3 task(s) where another answer to the task does not (`handwritten-good` ×1): the judge can tell who wrote them"),
         "{said}"
     );
     assert!(!said.contains("answers of `omega3` name"), "{said}");
@@ -1731,15 +1731,17 @@ fn answers_that_unblind_the_judge_or_carry_a_verdict_line_are_warned_of() {
         ),
         "{said}"
     );
-    // The brief naming a maker of the run.
+    // A family named in the brief is a word used for what it means (`meta`, `google`): only
+    // the model names asked of a provider count there, and these models are answer sets.
     p.write(
         "suites/demo/suite.toml",
         "name = \"demo\"\nversion = \"1\"\ncontext = \"Answer in Python.\"\ncriteria = \"Answers as handwritten-good would give win.\"\n",
     );
     assert_eq!(p.run(&["generate", "--run", "b"]).status.code(), Some(0));
     let out = p.run(&["compare", "--run", "b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("warning: the suite's context or criteria, or `[run] instruction`, name `handwritten-good` (a model or maker of this run)"),
+        !text(&out).contains("the suite's context or criteria"),
         "{}",
         text(&out)
     );

@@ -54,8 +54,8 @@ pub(super) fn content_warnings(
             let own: Vec<&str> = names
                 .iter()
                 .map(String::as_str)
-                .filter(|n| mentions(text, n) && !mentions(prompt, n))
-                .filter(|n| answers.iter().any(|(_, other)| !mentions(other, n)))
+                .filter(|n| says_it_is(text, n) && !mentions(prompt, n))
+                .filter(|n| answers.iter().any(|(_, other)| !says_it_is(other, n)))
                 .collect();
             if !own.is_empty() {
                 let entry = naming.entry(model).or_default();
@@ -83,7 +83,7 @@ pub(super) fn content_warnings(
             .map(|(n, k)| format!("`{n}` ×{k}"))
             .collect();
         out.push(format!(
-            "answers of `{model}` name a model or maker of this run in {tasks} of {} task(s) where another answer to the task does not ({}): the judge can tell who wrote them, which DESIGN §2.4 rules out; an instruction under [run] (\"Do not say who you are or who made you\") keeps a new run blind",
+            "answers of `{model}` say which model or maker of this run wrote them (\"I am …\", \"as …,\", \"trained by …\") in {tasks} of {} task(s) where another answer to the task does not ({}): the judge can tell who wrote them, which DESIGN §2.4 rules out; an instruction under [run] (\"Do not say who you are or who made you\") keeps a new run blind",
             answered.get(model).copied().unwrap_or_default(),
             listed.join(", ")
         ));
@@ -98,14 +98,16 @@ pub(super) fn content_warnings(
         suite.context, manifest.settings.instruction, suite.criteria
     )
     .to_lowercase();
-    let in_brief: Vec<String> = names
+    // The model names asked of providers: families and leading words are ordinary words
+    // too (`meta`, `command`), which a brief may use for what they mean.
+    let in_brief: Vec<String> = model_names(manifest)
         .iter()
         .filter(|n| mentions(&brief, n))
         .map(|n| format!("`{n}`"))
         .collect();
     if !in_brief.is_empty() {
         out.push(format!(
-            "the suite's context or criteria, or `[run] instruction`, name {} (a model or maker of this run), and the judge is shown them: say what better means without naming who answers",
+            "the suite's context or criteria, or `[run] instruction`, name {} (a model of this run), and the judge is shown them: say what better means without naming who answers",
             in_brief.join(", ")
         ));
     }
@@ -143,6 +145,67 @@ fn identity_names(manifest: &Manifest) -> BTreeSet<String> {
     names
 }
 
+/// The model names the run's providers are asked for, lower case (no answer sets).
+fn model_names(manifest: &Manifest) -> BTreeSet<String> {
+    manifest
+        .models
+        .iter()
+        .filter(|m| {
+            manifest
+                .providers
+                .iter()
+                .any(|p| p.name == m.provider && p.kind != ProviderKind::Files)
+        })
+        .map(|m| m.model.trim().to_lowercase())
+        .filter(|n| n.chars().filter(|c| c.is_alphanumeric()).count() >= MIN_NAME_CHARS)
+        .collect()
+}
+
+/// How an answer says who it is: a name right after one of these (`I am Claude`, `trained
+/// by OpenAI`), or after `as ` when a comma follows it (`As GPT-4, I …`). A name alone is
+/// not enough: `command`, `meta` and `google` are ordinary words in answers.
+const SELF_NAMING: &[&str] = &[
+    "i am ",
+    "i'm ",
+    "i\u{2019}m ",
+    "my name is ",
+    "developed by ",
+    "trained by ",
+    "created by ",
+    "built by ",
+    "made by ",
+    "designed by ",
+    "model by ",
+    "assistant by ",
+    "developed by the ",
+    "trained by the ",
+    "created by the ",
+    "built by the ",
+    "made by the ",
+];
+
+/// Whether `text` (lower case) says it is `name`, or was made by it (see [`SELF_NAMING`]).
+fn says_it_is(text: &str, name: &str) -> bool {
+    let after = |phrase: &str, comma: bool| {
+        text.match_indices(phrase).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let next = text[at + phrase.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric)
+                && if comma {
+                    next == Some(',')
+                } else {
+                    !next.is_some_and(char::is_alphanumeric)
+                }
+        })
+    };
+    SELF_NAMING
+        .iter()
+        .any(|lead| after(&format!("{lead}{name}"), false))
+        || after(&format!("as {name}"), true)
+        || after(&format!("as an {name}"), true)
+        || after(&format!("as a {name}"), true)
+}
+
 /// Whether `text` holds `name` as a whole word: neither side touches a letter or digit.
 fn mentions(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
@@ -172,6 +235,21 @@ mod tests {
         assert!(!mentions("chatgpt says", "gpt"));
         assert!(!mentions("gpt4 says", "gpt"));
         assert!(mentions("(gpt) then gpt4", "gpt"));
+    }
+
+    #[test]
+    fn an_answer_says_who_it_is_only_in_so_many_words() {
+        assert!(says_it_is("as gpt-4, i think so.", "gpt-4"));
+        assert!(says_it_is("hello! i'm claude, an assistant.", "claude"));
+        assert!(says_it_is("a model trained by openai.", "openai"));
+        assert!(says_it_is(
+            "i am a language model developed by the google team",
+            "google"
+        ));
+        assert!(!says_it_is("run this command in a terminal", "command"));
+        assert!(!says_it_is("as google recommends, indent by 2", "google"));
+        assert!(!says_it_is("the <meta> tag, made by metadata", "meta"));
+        assert!(!says_it_is("i am claudette", "claude"));
     }
 
     #[test]
