@@ -449,15 +449,27 @@ fn fit_all(
     // are the prior's too, which the per-model warnings above do not say of groups.
     for part in crate::stats::unlinked_groups(input.counts(), &input.active, &alone) {
         let named: Vec<String> = part
+            .groups
             .iter()
             .map(|g| {
                 let ids: Vec<String> = g.iter().map(|&i| format!("`{}`", models[i])).collect();
                 format!("{{{}}}", ids.join(", "))
             })
             .collect();
+        // Only the groups that played: the data do not order groups that never met.
+        const SHOWN: usize = 8;
+        let mut order: Vec<String> = part
+            .above
+            .iter()
+            .take(SHOWN)
+            .map(|&(i, j)| format!("{} › {}", named[i], named[j]))
+            .collect();
+        if part.above.len() > SHOWN {
+            order.push(format!("and {} more", part.above.len() - SHOWN));
+        }
         warnings.push(format!(
-            "the games do not link these models both ways: no model of a later group ever beat or tied one of an earlier group ({}); the gaps between the groups are set by the prior (--prior), not by the data, which say only that each group is better than those after it",
-            named.join(" › ")
+            "the games do not link these models both ways: {} (a › b: every game between the two groups went a's way, with no tie); the gaps between such groups are set by the prior (--prior), not by the data, which say only which of the two is better",
+            order.join("; ")
         ));
     }
     // Within a rank by win rate, to 1e-9: models with the same record have win rates equal
@@ -1017,7 +1029,7 @@ mod tests {
         let f = rank(&models, &rows, params(), &[]).expect("ranks");
         assert!(
             f.warnings.iter().any(|w| w.starts_with(
-                "the games do not link these models both ways: no model of a later group ever beat or tied one of an earlier group ({`a`, `b`} › {`c`, `d`, `e`})"
+                "the games do not link these models both ways: {`a`, `b`} › {`c`, `d`, `e`} (a › b: every game between the two groups went a's way, with no tie)"
             )),
             "{:?}",
             f.warnings

@@ -10,15 +10,25 @@
 
 use super::counts::{ActivePairs, PairCounts};
 
-/// The strongly connected groups of each connected part of the rated games that falls into
-/// more than one, in order: every group's models beat or tied no model of an earlier group.
-/// Models with `skip[i]` are left out first (with their games). Groups list model indices in
-/// increasing order.
+/// One connected part of the rated games that falls into more than one strongly connected
+/// group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unlinked {
+    /// The groups (model indices, increasing), in an order in which no group's models beat or
+    /// tied a model of an earlier group.
+    pub(crate) groups: Vec<Vec<usize>>,
+    /// `(i, j)`: groups `i` and `j` played, and every game between them went `i`'s way (no
+    /// tie). Groups that never played have no such pair: the data do not order them.
+    pub(crate) above: Vec<(usize, usize)>,
+}
+
+/// The parts of the rated games that fall into more than one strongly connected group.
+/// Models with `skip[i]` are left out first (with their games).
 pub(crate) fn unlinked_groups(
     counts: &PairCounts,
     active: &ActivePairs,
     skip: &[bool],
-) -> Vec<Vec<Vec<usize>>> {
+) -> Vec<Unlinked> {
     let n = counts.n_models();
     let kept = |i: usize| !skip.get(i).copied().unwrap_or(false);
     // i → j: i beat or tied j.
@@ -74,19 +84,43 @@ pub(crate) fn unlinked_groups(
         members.sort_unstable();
         groups.push(members);
     }
-    // Per connected part, its groups in the order found.
-    let mut parts: Vec<(usize, Vec<Vec<usize>>)> = Vec::new();
-    for members in groups {
+    // Per connected part, its groups in the order found, and which group is above which.
+    let mut parts: Vec<(usize, Unlinked)> = Vec::new();
+    let mut place = vec![(0usize, 0usize); groups.len()];
+    for (g, members) in groups.iter().enumerate() {
         let root = find(&mut parent, members[0]);
-        match parts.iter_mut().find(|(r, _)| *r == root) {
-            Some((_, part)) => part.push(members),
-            None => parts.push((root, vec![members])),
+        let k = match parts.iter().position(|(r, _)| *r == root) {
+            Some(k) => k,
+            None => {
+                let empty = Unlinked {
+                    groups: Vec::new(),
+                    above: Vec::new(),
+                };
+                parts.push((root, empty));
+                parts.len() - 1
+            }
+        };
+        place[g] = (k, parts[k].1.groups.len());
+        parts[k].1.groups.push(members.clone());
+    }
+    for (from, to) in ahead.iter().enumerate() {
+        for &v in to {
+            let (gf, gv) = (group_of[from], group_of[v]);
+            if gf != gv {
+                let (k, i) = place[gf];
+                let (_, j) = place[gv];
+                parts[k].1.above.push((i, j));
+            }
         }
     }
     parts
         .into_iter()
-        .map(|(_, part)| part)
-        .filter(|part| part.len() > 1)
+        .map(|(_, mut part)| {
+            part.above.sort_unstable();
+            part.above.dedup();
+            part
+        })
+        .filter(|part| part.groups.len() > 1)
         .collect()
 }
 
@@ -131,13 +165,20 @@ mod tests {
     use super::*;
     use crate::stats::Outcome;
 
-    fn groups(n: usize, games: &[(usize, usize, Outcome)], skip: &[bool]) -> Vec<Vec<Vec<usize>>> {
+    fn parts(n: usize, games: &[(usize, usize, Outcome)], skip: &[bool]) -> Vec<Unlinked> {
         let mut counts = PairCounts::new(n);
         for &(a, b, o) in games {
             counts.add(a, b, o).unwrap();
         }
         let active = ActivePairs::from_counts(&counts);
         unlinked_groups(&counts, &active, skip)
+    }
+
+    fn groups(n: usize, games: &[(usize, usize, Outcome)], skip: &[bool]) -> Vec<Vec<Vec<usize>>> {
+        parts(n, games, skip)
+            .into_iter()
+            .map(|p| p.groups)
+            .collect()
     }
 
     #[test]
@@ -176,6 +217,34 @@ mod tests {
             vec![vec![vec![1], vec![2]]]
         );
         assert!(groups(3, &chain[..2], &[true, false, true]).is_empty());
+    }
+
+    /// Groups that never played are not ordered: only the pairs of groups that did are.
+    #[test]
+    fn only_groups_that_played_are_ordered() {
+        use Outcome::{AWins, Tie};
+        // {0, 1} beat {2, 3} and {4, 5}, which never meet.
+        let games = [
+            (0, 1, Tie),
+            (2, 3, Tie),
+            (4, 5, Tie),
+            (0, 2, AWins),
+            (1, 5, AWins),
+        ];
+        let found = parts(6, &games, &[]);
+        assert_eq!(found.len(), 1);
+        let part = &found[0];
+        let name = |i: usize| part.groups[i].clone();
+        let mut above: Vec<(Vec<usize>, Vec<usize>)> = part
+            .above
+            .iter()
+            .map(|&(i, j)| (name(i), name(j)))
+            .collect();
+        above.sort();
+        assert_eq!(
+            above,
+            vec![(vec![0, 1], vec![2, 3]), (vec![0, 1], vec![4, 5])]
+        );
     }
 
     #[test]
