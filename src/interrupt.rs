@@ -110,14 +110,16 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
             got = next(&mut terminates) => got.map(|()| "SIGTERM"),
         };
         if let Some(what) = first {
-            // Not `eprintln!`: a stderr that cannot be written must not end the process here.
-            let _ = writeln!(
-                std::io::stderr(),
+            // Said before the stop takes effect (a session that ends at once still says it),
+            // but a stderr that blocks (a full pipe nobody reads) holds neither the stop nor
+            // this listener up for more than a moment.
+            let written = say(format!(
                 "\nstopping ({what}): {}",
                 NEXT.get().map_or(FINISH_IN_FLIGHT, String::as_str)
-            );
+            ));
+            let _ = written.recv_timeout(std::time::Duration::from_millis(200));
             REQUESTED.store(true, Ordering::SeqCst);
-            let first_at = std::time::Instant::now();
+            let mut last_at = std::time::Instant::now();
             loop {
                 let again = tokio::select! {
                     got = next(&mut interrupts) => got,
@@ -126,23 +128,41 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
                 if again.is_none() {
                     break;
                 }
-                if first_at.elapsed() < SAME_SIGNAL {
+                // Chained: each of a burst of signals is within the window of the last.
+                if last_at.elapsed() < SAME_SIGNAL {
+                    last_at = std::time::Instant::now();
                     continue;
                 }
                 let _wait = HOLD
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some(what) = ON_QUIT
+                let note = ON_QUIT
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .as_deref()
-                {
-                    let _ = writeln!(std::io::stderr(), "quitting at once; {what}");
+                    .clone();
+                if let Some(what) = note {
+                    let written = say(format!("quitting at once; {what}"));
+                    // A blocked stderr does not hold the exit up for long.
+                    let _ = written.recv_timeout(std::time::Duration::from_millis(200));
                 }
                 std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
             }
         }
     });
+}
+
+/// Writes `line` to stderr on a thread of its own, so that a stderr that blocks holds up
+/// nobody; the receiver hears when it is written. Not `eprintln!`: a stderr that cannot be
+/// written must not end the process.
+fn say(line: String) -> std::sync::mpsc::Receiver<()> {
+    let (done, written) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("signal-note".into())
+        .spawn(move || {
+            let _ = writeln!(std::io::stderr(), "{line}");
+            let _ = done.send(());
+        });
+    written
 }
 
 /// The next delivery of `signal`; never, for one that could not be registered.

@@ -23,6 +23,8 @@ struct Counts {
 pub struct Progress {
     bar: ProgressBar,
     counts: Mutex<Counts>,
+    /// Items that cost nothing (local checks): no money on the bar.
+    free: bool,
     /// Without a terminal (a CI log, stderr to a file): the thread that prints a status line
     /// now and then, and what stops it.
     ticker: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
@@ -50,7 +52,10 @@ impl Progress {
             let every = std::env::var(STATUS_EVERY_ENV)
                 .ok()
                 .and_then(|v| v.parse().ok())
-                .map_or(STATUS_EVERY, std::time::Duration::from_millis);
+                // At least a millisecond: 0 would print without pause.
+                .map_or(STATUS_EVERY, |ms: u64| {
+                    std::time::Duration::from_millis(ms.max(1))
+                });
             let (stop, stopped) = std::sync::mpsc::channel::<()>();
             let (bar, label) = (bar.clone(), label.to_string());
             let thread = std::thread::spawn(move || {
@@ -90,8 +95,15 @@ impl Progress {
         Progress {
             bar,
             counts: Mutex::new(Counts::default()),
+            free: false,
             ticker: Mutex::new(ticker),
         }
+    }
+
+    /// The bar of items that cost nothing (local checks): it shows no money.
+    pub fn free(mut self) -> Self {
+        self.free = true;
+        self
     }
 
     /// One item finished, having spent `spent_usd` now (`Some(0.0)` for an answer from the
@@ -103,9 +115,13 @@ impl Progress {
         c.cost_usd += spent_usd.unwrap_or(0.0);
         c.unpriced |= !priced;
         c.unknown += u64::from(priced && spent_usd.is_none());
-        let cost = spending(c.cost_usd, c.unpriced, c.unknown);
+        let cost = if self.free {
+            String::new()
+        } else {
+            format!(" · {}", spending(c.cost_usd, c.unpriced, c.unknown))
+        };
         self.bar.set_message(format!(
-            " · cache hits {} · failed {} · {cost}",
+            " · cache hits {} · failed {}{cost}",
             c.cached, c.failed
         ));
         self.bar.inc(1);
@@ -194,6 +210,13 @@ fn spending(known_usd: f64, unpriced: bool, unknown: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_free_batch_shows_no_money() {
+        let p = Progress::new(2, true, "check").free();
+        p.item_done(false, true, None, true);
+        assert_eq!(p.message(), " · cache hits 0 · failed 1");
+    }
 
     #[test]
     fn a_status_line_says_where_the_batch_is() {

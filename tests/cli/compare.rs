@@ -1788,8 +1788,13 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
 #[test]
 fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
     for parses_first in [false, true] {
+        // Set once the judge is "fixed" behind its id (the requests stay the same).
+        let fixed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let now_fixed = fixed.clone();
         let server = FakeServer::start(move |_, n| {
-            if parses_first && n == 0 {
+            if now_fixed.load(std::sync::atomic::Ordering::SeqCst) {
+                reply("VERDICT: 1")
+            } else if parses_first && n == 0 {
                 // The verdict comes last, after every other call of the first ten failed:
                 // the calls count in the order they started.
                 std::thread::sleep(std::time::Duration::from_millis(800));
@@ -1833,6 +1838,18 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
                     && !text(&out).contains("--retry-failed"),
                 "{}",
                 text(&out)
+            );
+            // Fixed behind the same id, in a new run of the same answers: its ten failed
+            // calls come back from the cache, free and stale, and do not stop it again.
+            fixed.store(true, std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(p.run(&["generate", "--run", "r2"]).status.code(), Some(0));
+            let out = p.run(&["compare", "--run", "r2"]);
+            assert!(!text(&out).contains("gave no verdict"), "{}", text(&out));
+            assert_eq!(p.jsonl("runs/r2/judgments.jsonl").len(), 16);
+            assert_eq!(
+                server.count(),
+                20 + 6,
+                "only the calls not cached were asked"
             );
         }
     }

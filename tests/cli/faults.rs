@@ -1118,3 +1118,39 @@ fn two_signals_at_once_are_one_stop_and_a_later_one_quits_saying_how_to_resume()
         text(&out)
     );
 }
+
+/// Regression: the signal listener wrote its note to stderr before it set the stop flag, so a
+/// stderr that blocked (a full pipe nobody reads, here filled by status lines) kept `timeout`'s
+/// SIGTERM from stopping the run, which went on sending paid requests to the end.
+#[test]
+fn a_blocked_stderr_does_not_keep_a_signal_from_stopping_the_run() {
+    let server = FakeServer::start(|req, _| {
+        std::thread::sleep(Duration::from_millis(100));
+        Reply::ok(&format!("answer to {}", req.user_text()))
+    });
+    let p = Project::with_suite(
+        200,
+        &config("openai", &server.url, 0, 5)
+            .replace("max_retries = 0", "max_retries = 0\nmax_concurrency = 2"),
+    );
+    // Status lines every millisecond fill the pipe, which is read only well after the stop.
+    let script = format!(
+        "JUDGE_STATUS_EVERY_MS=1 timeout 2 '{}' generate --run r 2>&1 >/dev/null | (sleep 8; cat >/dev/null)",
+        env!("CARGO_BIN_EXE_judge")
+    );
+    let mut shell = std::process::Command::new("sh");
+    shell.arg("-c").arg(&script);
+    for (key, value) in p.judge().get_envs() {
+        match value {
+            Some(v) => shell.env(key, v),
+            None => shell.env_remove(key),
+        };
+    }
+    let status = shell.current_dir(p.path()).status().unwrap();
+    assert!(status.success());
+    // 200 items at two a time, 100 ms each: about 20 a second. A stop at 2 s leaves about
+    // 40; one held up until the pipe is read at 8 s, about 160.
+    let asked = server.count();
+    assert!(asked < 100, "the stop did not take: {asked} requests");
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), asked);
+}

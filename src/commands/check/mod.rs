@@ -293,7 +293,7 @@ pub fn ensure_checks(
             jobs.push((o, check, code, check_sha, code_sha));
         }
     }
-    let progress = Progress::new(jobs.len() as u64, quiet, "check");
+    let progress = Progress::new(jobs.len() as u64, quiet, "check").free();
     let appender = Mutex::new(JsonlAppender::open(&path)?);
     let queue = Mutex::new(jobs.into_iter());
     let results = Mutex::new(Vec::new());
@@ -333,7 +333,7 @@ pub fn ensure_checks(
                             progress.item_done(
                                 rec.from_cache,
                                 rec.result != CheckOutcome::Pass,
-                                None,
+                                Some(0.0),
                                 true,
                             );
                             results.lock().expect("results lock").push(rec);

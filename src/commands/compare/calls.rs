@@ -166,14 +166,17 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
 }
 
 /// Whether a judge follows the reply format at all: a judge whose first
-/// [`BROKEN_JUDGE_CALLS`] calls in this compare (in the order they started, whichever
-/// finished first) were all unparsable, each asked twice, is taken as broken (another model,
-/// replies cut off by its token cap), and its calls not started yet are not made.
+/// [`BROKEN_JUDGE_CALLS`] calls in this compare that asked it (in the order they started,
+/// whichever finished first) were all unparsable, each asked twice, is taken as broken
+/// (another model, replies cut off by its token cap), and its calls not started yet are not
+/// made. Replies from the cache cost nothing and may predate a fix behind the same id: they
+/// do not count, and each widens the window of first calls by one.
 #[derive(Debug, Default)]
 pub(super) struct JudgeHealth {
     started: std::sync::atomic::AtomicU32,
-    /// Of the first calls started: how many ended unparsable.
-    unparsable: std::sync::atomic::AtomicU32,
+    /// The first calls looked at (by start number) and, of those that asked the judge, how
+    /// many ended unparsable.
+    window: std::sync::Mutex<(u32, u32)>,
     broken: std::sync::atomic::AtomicBool,
 }
 
@@ -192,18 +195,29 @@ impl JudgeHealth {
     }
 
     /// Takes the record of the call numbered `started`: only the first calls count, and
-    /// only when every one of them ended unparsable is the judge broken.
+    /// only when every one of them that asked the judge ended unparsable is it broken.
     fn tally(&self, started: u32, record: &JudgmentRecord) {
-        use std::sync::atomic::Ordering::SeqCst;
-        let unparsable = record
+        let mut window = self
+            .window
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (extra, unparsable) = &mut *window;
+        if started >= BROKEN_JUDGE_CALLS + *extra {
+            return;
+        }
+        if record.from_cache {
+            *extra += 1;
+            return;
+        }
+        let failed_format = record
             .error
             .as_ref()
             .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict);
-        if started < BROKEN_JUDGE_CALLS
-            && unparsable
-            && self.unparsable.fetch_add(1, SeqCst) + 1 == BROKEN_JUDGE_CALLS
-        {
-            self.broken.store(true, SeqCst);
+        if failed_format {
+            *unparsable += 1;
+            if *unparsable == BROKEN_JUDGE_CALLS {
+                self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
         }
     }
 }
