@@ -420,10 +420,30 @@ fn from_run(
         .and_then(|m| m.get(judge.as_str()))
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
+    // Compare stopped the judge as broken: asking it again pays for the same failures.
+    let broken = manifest
+        .extra
+        .get("compare")
+        .and_then(|c| c.get("judges"))
+        .and_then(|j| j.as_array())
+        .and_then(|entries| {
+            entries
+                .iter()
+                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(judge.as_str()))
+        })
+        .and_then(|e| e.get("stopped_as_broken"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     if missing > 0 && !args.from_labels {
-        warnings.push(format!(
-            "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}{model_flags}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
-        ));
+        warnings.push(if broken {
+            format!(
+                "{missing} comparison(s) of judge `{judge}` are missing: compare stopped it as broken (no verdict in the required format in its first calls), and asking it again pays for the same failures; pick another judge, or fix its settings and judge into a new run"
+            )
+        } else {
+            format!(
+                "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}{model_flags}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
+            )
+        });
     }
     if !args.from_labels {
         warnings.extend(by_failure_note(&mine, run, &model_flags));
@@ -511,6 +531,8 @@ fn from_run(
     warnings.extend(flip_warning(header.order_flip_rate));
     let unrated_hint = if args.from_labels {
         String::new()
+    } else if broken {
+        "; compare stopped this judge as broken (no verdict in the required format in its first calls): pick another judge, or fix its settings and judge into a new run".to_string()
     } else {
         unrated_hint(
             &mine,

@@ -1839,6 +1839,15 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
                 "{}",
                 text(&out)
             );
+            // Rank says so too, instead of hints that pay for the same failures again.
+            let out = p.run(&["rank", "--run", "r"]);
+            assert!(
+                text(&out).contains("compare stopped it as broken")
+                    && text(&out).contains("; compare stopped this judge as broken")
+                    && !text(&out).contains("--retry-failed"),
+                "{}",
+                text(&out)
+            );
             // Fixed behind the same id, in a new run of the same answers: its ten failed
             // calls come back from the cache, free and stale, and do not stop it again.
             fixed.store(true, std::sync::atomic::Ordering::SeqCst);
