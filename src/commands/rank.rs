@@ -422,15 +422,7 @@ fn from_run(
         .unwrap_or(0);
     // Compare stopped the judge as broken: asking it again pays for the same failures.
     let broken = manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judges"))
-        .and_then(|j| j.as_array())
-        .and_then(|entries| {
-            entries
-                .iter()
-                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(judge.as_str()))
-        })
+        .judge_entry(&judge)
         .and_then(|e| e.get("stopped_as_broken"))
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);

@@ -59,6 +59,26 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The entry of judge `id` in the compare section (`compare.judges`), if recorded.
+    pub fn judge_entry(&self, id: &str) -> Option<&Value> {
+        self.extra
+            .get("compare")?
+            .get("judges")?
+            .as_array()?
+            .iter()
+            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(id))
+    }
+
+    /// [`Manifest::judge_entry`], to change.
+    pub fn judge_entry_mut(&mut self, id: &str) -> Option<&mut Value> {
+        self.extra
+            .get_mut("compare")?
+            .get_mut("judges")?
+            .as_array_mut()?
+            .iter_mut()
+            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(id))
+    }
+
     /// A fresh manifest.
     pub fn new(run: &str, now: &str, suite: SuiteInfo, settings: RunSettings) -> Self {
         Manifest {

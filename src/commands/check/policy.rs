@@ -99,15 +99,7 @@ pub(crate) fn exec_policy_notes(
     records: &[CheckRecord],
 ) -> Vec<String> {
     let basis = manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judges"))
-        .and_then(|j| j.as_array())
-        .and_then(|entries| {
-            entries
-                .iter()
-                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(crate::judging::EXEC_JUDGE))
-        })
+        .judge_entry(crate::judging::EXEC_JUDGE)
         .and_then(|e| e.get("checks"))
         .cloned()
         .unwrap_or_else(|| checks_basis(manifest, records));

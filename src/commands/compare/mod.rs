@@ -383,32 +383,15 @@ fn finish(
     );
     // A judge stopped as broken says so in its entry, for rank's hints (asking it again pays
     // for the same failures); the next compare that judges with it rewrites the entry.
-    if let Some(entries) = manifest
-        .extra
-        .get_mut("compare")
-        .and_then(|c| c.get_mut("judges"))
-        .and_then(|j| j.as_array_mut())
-    {
-        for (judge, health) in ctx.judges.iter().zip(&ctx.health) {
-            let entry = entries
-                .iter_mut()
-                .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(judge.id()));
-            if let Some(entry) = entry
-                && health.is_broken()
-            {
-                entry["stopped_as_broken"] = json!(true);
-            }
+    for (judge, health) in ctx.judges.iter().zip(&ctx.health) {
+        if health.is_broken()
+            && let Some(entry) = manifest.judge_entry_mut(judge.id())
+        {
+            entry["stopped_as_broken"] = json!(true);
         }
     }
     if let Some(basis) = &ctx.exec_basis
-        && let Some(entries) = manifest
-            .extra
-            .get_mut("compare")
-            .and_then(|c| c.get_mut("judges"))
-            .and_then(|j| j.as_array_mut())
-        && let Some(exec) = entries
-            .iter_mut()
-            .find(|e| e.get("id").and_then(|v| v.as_str()) == Some(EXEC_JUDGE))
+        && let Some(exec) = manifest.judge_entry_mut(EXEC_JUDGE)
     {
         exec["checks"] = basis.clone();
     }

@@ -320,23 +320,16 @@ pub(crate) fn keep_recorded_judge_prices(
     run: &str,
     judged: &BTreeSet<String>,
 ) {
-    let Some(entries) = manifest
-        .extra
-        .get("compare")
-        .and_then(|c| c.get("judges"))
-        .and_then(|j| j.as_array())
-    else {
-        return;
-    };
     for judge in judges {
         let Judge::Llm(m) = judge else { continue };
         if !judged.contains(&m.id) {
             continue;
         }
         // Entries written before judges were recorded whole know no price.
-        let Some(entry) = entries.iter().find(|e| {
-            e.get("id").and_then(|v| v.as_str()) == Some(m.id.as_str()) && e.get("model").is_some()
-        }) else {
+        let Some(entry) = manifest
+            .judge_entry(&m.id)
+            .filter(|e| e.get("model").is_some())
+        else {
             continue;
         };
         let field = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
