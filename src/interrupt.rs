@@ -119,7 +119,7 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
             ));
             let _ = written.recv_timeout(std::time::Duration::from_millis(200));
             REQUESTED.store(true, Ordering::SeqCst);
-            let mut last_at = std::time::Instant::now();
+            let first_at = std::time::Instant::now();
             loop {
                 let again = tokio::select! {
                     got = next(&mut interrupts) => got,
@@ -128,9 +128,8 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
                 if again.is_none() {
                     break;
                 }
-                // Chained: each of a burst of signals is within the window of the last.
-                if last_at.elapsed() < SAME_SIGNAL {
-                    last_at = std::time::Instant::now();
+                // Counted from the first, not chained: Ctrl-C pressed again and again quits.
+                if first_at.elapsed() < SAME_SIGNAL {
                     continue;
                 }
                 let _wait = HOLD

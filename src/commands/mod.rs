@@ -98,6 +98,26 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     load_run_locked(config, run, true, false, &|_| Ok(true))
 }
 
+/// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
+/// models: without them it would add every configured model to the run. Empty when the run
+/// has every configured model; a model of the run no longer configured is left out (the
+/// command would refuse it, and cannot ask it again anyway).
+pub fn run_model_flags(
+    config: &crate::config::Config,
+    manifest: &crate::engine::manifest::Manifest,
+) -> String {
+    let in_run = |id: &str| manifest.models.iter().any(|m| m.id == id);
+    if config.models.iter().all(|m| in_run(&m.id)) {
+        return String::new();
+    }
+    config
+        .models
+        .iter()
+        .filter(|m| in_run(&m.id))
+        .map(|m| format!(" --model {}", m.id))
+        .collect()
+}
+
 /// The warning a command that read a run with [`load_run_recorded`] gives when the suite was
 /// edited since, with the same tasks (`None` when it is as recorded).
 pub fn edited_suite_warning(

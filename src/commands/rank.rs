@@ -296,7 +296,7 @@ fn from_run(
         .collect();
     model_cfgs.sort_by(|x, y| x.id.cmp(&y.id));
     let models: Vec<String> = model_cfgs.iter().map(|m| m.id.clone()).collect();
-    let model_flags = run_model_flags(&config, &models);
+    let model_flags = crate::commands::run_model_flags(&config, &manifest);
     if !args.from_labels {
         // Generated after the judge's last compare (the manifest's count of missing
         // comparisons predates it): listed unranked, with what to do.
@@ -429,7 +429,7 @@ fn from_run(
     if missing > 0 && !args.from_labels {
         warnings.push(if broken {
             format!(
-                "{missing} comparison(s) of judge `{judge}` are missing: compare stopped it as broken (no verdict in the required format in its first calls), and asking it again pays for the same failures; pick another judge, or fix its settings and judge into a new run"
+                "{missing} comparison(s) of judge `{judge}` are missing: compare stopped it as broken (its calls gave no verdict in the required format), and asking it again pays for the same failures; pick another judge, or fix its settings and judge into a new run"
             )
         } else {
             format!(
@@ -524,7 +524,7 @@ fn from_run(
     let unrated_hint = if args.from_labels {
         String::new()
     } else if broken {
-        "; compare stopped this judge as broken (no verdict in the required format in its first calls): pick another judge, or fix its settings and judge into a new run".to_string()
+        "; compare stopped this judge as broken (its calls gave no verdict in the required format): pick another judge, or fix its settings and judge into a new run".to_string()
     } else {
         unrated_hint(
             &mine,
@@ -795,16 +795,6 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         header,
         unrated_hint: String::new(),
     })
-}
-
-/// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
-/// models: without them it would add every configured model to the run. Empty when the
-/// run has every configured model.
-fn run_model_flags(config: &crate::config::Config, models: &[String]) -> String {
-    if config.models.iter().all(|m| models.contains(&m.id)) {
-        return String::new();
-    }
-    models.iter().map(|m| format!(" --model {m}")).collect()
 }
 
 /// What to do about a run whose judge rated no comparison: the judge's failed calls can be

@@ -1774,7 +1774,7 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains("no rated comparisons")
-            && text(&out).contains("; 2 comparison(s) were decided by failed generations, with no judge call: `judge run --run r4 --model omega3 --model zeta7 --judge judge-1 --retry-failed` asks for the outputs again and judges them")
+            && text(&out).contains("; 2 comparison(s) were decided by failed generations, with no judge call: `judge run --run r4 --model zeta7 --model omega3 --judge judge-1 --retry-failed` asks for the outputs again and judges them")
             && !text(&out).contains("compare --run r4 --judge judge-1 --retry-failed"),
         "{}",
         text(&out)
@@ -1823,7 +1823,7 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         let recorded = p.jsonl("runs/r/judgments.jsonl").len();
         let stopped = text(&out).contains(
-            "error: judge `j` gave no verdict in the required format in its first 10 calls (each asked twice): its remaining calls were not made",
+            "error: judge `j` gave no verdict in the required format in 10 calls of this compare (each asked twice), and none gave one: its calls not started were not made",
         );
         if parses_first {
             assert!(!stopped, "{}", text(&out));

@@ -1117,6 +1117,23 @@ fn two_signals_at_once_are_one_stop_and_a_later_one_quits_saying_how_to_resume()
         "{}",
         text(&out)
     );
+
+    // Ctrl-C pressed again and again, closer than half a second each: the window counts from
+    // the first, so it still quits at once.
+    let asked = server.count();
+    let child = start(&p);
+    wait_for_requests(&server, asked + 1);
+    let pid = child.id().to_string();
+    for _ in 0..4 {
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(text(&out).contains("quitting at once"), "{}", text(&out));
 }
 
 /// Regression: the signal listener wrote its note to stderr before it set the stop flag, so a

@@ -159,28 +159,40 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     if health.is_broken() {
         return None;
     }
-    let started = health.start();
-    let record = one_judge_call(ctx.clone(), call).await?;
-    health.tally(started, &record);
-    Some(record)
+    // Retries of recorded failures are the calls most likely to fail again: they tell
+    // nothing of whether the judge follows the format at all.
+    let counted = !call.retry;
+    let started = health.start(counted);
+    let record = one_judge_call(ctx.clone(), call).await;
+    health.finish(started, record.as_ref().filter(|_| counted));
+    record
 }
 
-/// Whether a judge follows the reply format at all: a judge whose first
-/// [`BROKEN_JUDGE_CALLS`] calls in this compare that asked it (in the order they started,
-/// whichever finished first) were all unparsable, each asked twice, is taken as broken
-/// (another model, replies cut off by its token cap), and its calls not started yet are not
-/// made. Replies from the cache cost nothing and may predate a fix behind the same id: they
-/// do not count, and each widens the window of first calls by one.
+/// Whether a judge follows the reply format at all. A judge is taken as broken (another model
+/// behind the id, replies cut off by its token cap) once [`BROKEN_JUDGE_CALLS`] of its calls
+/// in this compare asked it and ended unparsable, each asked twice, none gave a verdict, and
+/// no call that started before the last of those failures is still out (a slow verdict may be
+/// on its way): its calls not started yet are then not made. Replies from the cache (free,
+/// and maybe older than a fix behind the same id) and retries of recorded failures do not
+/// count either way, nor do other failures (a 5xx, a timeout).
 #[derive(Debug, Default)]
 pub(super) struct JudgeHealth {
-    started: std::sync::atomic::AtomicU32,
-    /// The first calls looked at (by start number) and, of those that asked the judge, how
-    /// many ended unparsable.
-    window: std::sync::Mutex<(u32, u32)>,
+    state: std::sync::Mutex<Health>,
     broken: std::sync::atomic::AtomicBool,
 }
 
-/// Calls without a single verdict after which a judge is taken as broken.
+#[derive(Debug, Default)]
+struct Health {
+    next: u32,
+    /// Start numbers of the counted calls still out.
+    out: std::collections::BTreeSet<u32>,
+    unparsable: u32,
+    /// The start number of the call whose failure made the count.
+    decided_by: Option<u32>,
+    parsed: bool,
+}
+
+/// Unparsable calls without a single verdict after which a judge is taken as broken.
 pub(super) const BROKEN_JUDGE_CALLS: u32 = 10;
 
 impl JudgeHealth {
@@ -188,36 +200,45 @@ impl JudgeHealth {
         self.broken.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Numbers a call as it starts.
-    fn start(&self) -> u32 {
-        self.started
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    fn state(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Takes the record of the call numbered `started`: only the first calls count, and
-    /// only when every one of them that asked the judge ended unparsable is it broken.
-    fn tally(&self, started: u32, record: &JudgmentRecord) {
-        let mut window = self
-            .window
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (extra, unparsable) = &mut *window;
-        if started >= BROKEN_JUDGE_CALLS + *extra {
-            return;
+    /// Numbers a call as it starts (`counted`: its reply is to count).
+    fn start(&self, counted: bool) -> u32 {
+        let mut s = self.state();
+        let n = s.next;
+        s.next += 1;
+        if counted {
+            s.out.insert(n);
         }
-        if record.from_cache {
-            *extra += 1;
-            return;
-        }
-        let failed_format = record
-            .error
-            .as_ref()
-            .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict);
-        if failed_format {
-            *unparsable += 1;
-            if *unparsable == BROKEN_JUDGE_CALLS {
-                self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+        n
+    }
+
+    /// The call numbered `started` is over, with `record` when it counts (none when it was
+    /// cut short or does not count).
+    fn finish(&self, started: u32, record: Option<&JudgmentRecord>) {
+        let mut s = self.state();
+        s.out.remove(&started);
+        if let Some(record) = record.filter(|r| !r.from_cache) {
+            if matches!(record.verdict, JudgmentVerdict::Parsed(_)) {
+                s.parsed = true;
+            } else if record
+                .error
+                .as_ref()
+                .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict)
+            {
+                s.unparsable += 1;
+                if s.unparsable == BROKEN_JUDGE_CALLS {
+                    s.decided_by = Some(started);
+                }
             }
+        }
+        let earlier_out = |by: u32| s.out.range(..by).next().is_some();
+        if !s.parsed && s.decided_by.is_some_and(|by| !earlier_out(by)) {
+            self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
 }
@@ -350,4 +371,100 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         }
     }
     Some(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of one judge call: `Some(true)` a verdict, `Some(false)` unparsable, `None`
+    /// another failure (a 5xx).
+    fn record(verdict: Option<bool>, from_cache: bool) -> JudgmentRecord {
+        let error = |class| {
+            Some(RecordedError {
+                class,
+                message: String::new(),
+                http_status: None,
+            })
+        };
+        JudgmentRecord {
+            task: "t".into(),
+            judge: "j".into(),
+            first: "a".into(),
+            second: "b".into(),
+            order: crate::prompt::Order::Ab,
+            verdict: match verdict {
+                Some(true) => JudgmentVerdict::Parsed(crate::verdict::Verdict::Tie),
+                _ => JudgmentVerdict::Failed(FailedMarker::Failed),
+            },
+            raw: None,
+            attempts: 1,
+            prompt_sha256: String::new(),
+            cache_key: None,
+            from_cache,
+            usage: None,
+            cost_usd: None,
+            error: match verdict {
+                Some(true) => None,
+                Some(false) => error(ErrorClass::UnparsableVerdict),
+                None => error(ErrorClass::ServerError),
+            },
+            replaced: None,
+            spent_usd: 0.0,
+        }
+    }
+
+    fn unparsable_calls(health: &JudgeHealth, n: usize) {
+        for _ in 0..n {
+            let started = health.start(true);
+            health.finish(started, Some(&record(Some(false), false)));
+        }
+    }
+
+    #[test]
+    fn ten_unparsable_calls_and_no_verdict_make_a_judge_broken() {
+        let health = JudgeHealth::default();
+        // Another failure first does not keep it from being found out.
+        let first = health.start(true);
+        health.finish(first, Some(&record(None, false)));
+        unparsable_calls(&health, 9);
+        assert!(!health.is_broken());
+        unparsable_calls(&health, 1);
+        assert!(health.is_broken());
+    }
+
+    #[test]
+    fn a_slow_verdict_started_earlier_is_waited_for() {
+        let health = JudgeHealth::default();
+        let slow = health.start(true);
+        unparsable_calls(&health, 12);
+        assert!(!health.is_broken(), "the first call is still out");
+        health.finish(slow, Some(&record(Some(true), false)));
+        unparsable_calls(&health, 5);
+        assert!(!health.is_broken(), "it gave a verdict");
+        // Out and then cut short (no record): the failures decide.
+        let health = JudgeHealth::default();
+        let cut = health.start(true);
+        unparsable_calls(&health, 10);
+        assert!(!health.is_broken());
+        health.finish(cut, None);
+        assert!(health.is_broken());
+    }
+
+    #[test]
+    fn cached_replies_and_retries_count_neither_way() {
+        let health = JudgeHealth::default();
+        for _ in 0..20 {
+            let cached = health.start(true);
+            health.finish(cached, Some(&record(Some(false), true)));
+            let retry = health.start(false);
+            health.finish(retry, None);
+        }
+        assert!(!health.is_broken());
+        // A cached verdict does not vouch for the judge either.
+        let cached = health.start(true);
+        health.finish(cached, Some(&record(Some(true), true)));
+        unparsable_calls(&health, 10);
+        assert!(health.is_broken());
+    }
 }

@@ -453,14 +453,15 @@ fn finish(
     if ungenerated > 0 {
         let judges: String = judge_ids.iter().map(|j| format!(" --judge {j}")).collect();
         eprintln!(
-            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}`, then rerun `judge compare --run {run}{judges}`",
+            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}{models}`, then rerun `judge compare --run {run}{judges}`",
+            models = crate::commands::run_model_flags(&ctx.config, manifest),
             run = run_dir.name()
         );
     }
     for (judge, health) in ctx.judges.iter().zip(&ctx.health) {
         if health.is_broken() {
             eprintln!(
-                "error: judge `{}` gave no verdict in the required format in its first {} calls (each asked twice): its remaining calls were not made, so as not to pay for more. Its replies are the `raw` of its failed records in judgments.jsonl: a reply must end with a line `VERDICT: 1`, `2`, `TIE` or `BOTH_BAD`, one cut off by the token cap (`judge_max_tokens` under [run]) ends without it, and one quoting an answer's own verdict line holds two (a warning above says which answers hold one). Pick another judge, or fix its settings and judge into a new run",
+                "error: judge `{}` gave no verdict in the required format in {} calls of this compare (each asked twice), and none gave one: its calls not started were not made, so as not to pay for more. Its replies are the `raw` of its failed records in judgments.jsonl: a reply must end with a line `VERDICT: 1`, `2`, `TIE` or `BOTH_BAD`, one cut off by the token cap (`judge_max_tokens` under [run]) ends without it, and one quoting an answer's own verdict line holds two (a warning above says which answers hold one). Pick another judge, or fix its settings and judge into a new run",
                 judge.id(),
                 calls::BROKEN_JUDGE_CALLS
             );
