@@ -44,8 +44,10 @@ pub struct RankParams {
     pub cluster_check: bool,
 }
 
-/// The task bootstrap's mean win-rate interval width, over the comparison bootstrap's,
+/// A model's win-rate interval width by the task bootstrap, over the comparison bootstrap's,
 /// above which the leaderboard says the comparison intervals understate the uncertainty.
+/// The Monte Carlo error of such a ratio at 1000 resamples is about 4%: 1.25 is far beyond
+/// it, for any number of models.
 const CLUSTERED: f64 = 1.25;
 
 /// One leaderboard line. A model without rated games has no rank, rating or win rate
@@ -376,9 +378,29 @@ fn fit_all(
             "the comparison graph falls into {groups} disconnected groups: ratings across groups are pinned only by the prior, not by evidence"
         ));
     }
-    if let Some(ratio) = clustering.filter(|&r| r > CLUSTERED) {
+    // Per model: one whose record is the same on every task has a narrower task interval,
+    // which must not hide the models whose intervals are understated.
+    let mut wider: Vec<(f64, &str)> = clustering
+        .iter()
+        .flatten()
+        .zip(models)
+        .filter_map(|(r, m)| r.filter(|&r| r > CLUSTERED).map(|r| (r, m.as_str())))
+        .collect();
+    if !wider.is_empty() {
+        wider.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        const SHOWN: usize = 4;
+        let mut named: Vec<String> = wider
+            .iter()
+            .take(SHOWN)
+            .map(|(r, m)| format!("`{m}` {r:.1}×"))
+            .collect();
+        if wider.len() > SHOWN {
+            named.push(format!("{} more", wider.len() - SHOWN));
+        }
         warnings.push(format!(
-            "comparisons of one task are correlated (an easy task is easy for every model): resampling whole tasks (--bootstrap-unit task) gives win-rate intervals {ratio:.1}× as wide on average as these, which resample comparisons as if independent and so understate the uncertainty"
+            "comparisons of one task are correlated (an easy task is easy for every model): resampling whole tasks (--bootstrap-unit task) gives win-rate intervals up to {:.1}× as wide as these ({}), which resample comparisons as if independent and so understate the uncertainty",
+            wider[0].0,
+            named.join(", ")
         ));
     }
     if params.unit == BootstrapUnit::Task && crate::stats::tasks_are_single_rows(&input) {
@@ -492,9 +514,9 @@ fn fit_all(
 
 /// What [`fit_and_bootstrap`] works out.
 struct Aggregated {
-    /// The task bootstrap's mean win-rate interval width over the comparison bootstrap's
-    /// (see [`RankParams::cluster_check`]).
-    clustering: Option<f64>,
+    /// Per model, its win-rate interval width by the task bootstrap over the comparison
+    /// bootstrap's (`None` where the latter is 0; see [`RankParams::cluster_check`]).
+    clustering: Option<Vec<Option<f64>>>,
     fit: BtFit,
     boot: BootstrapResult,
     /// Connected groups of the graph of rated games.
@@ -573,10 +595,16 @@ fn fit_and_bootstrap(
             params.threads,
             &fit,
         )?;
-        let mean_width =
-            |v: &[Interval]| v.iter().map(Interval::width).sum::<f64>() / v.len().max(1) as f64;
-        let (task, comparison) = (mean_width(&by_task.win_rate), mean_width(&boot.win_rate));
-        (comparison > 0.0).then(|| task / comparison)
+        Some(
+            by_task
+                .win_rate
+                .iter()
+                .zip(&boot.win_rate)
+                .map(|(task, comparison)| {
+                    (comparison.width() > 0.0).then(|| task.width() / comparison.width())
+                })
+                .collect(),
+        )
     } else {
         None
     };
@@ -1078,12 +1106,35 @@ mod tests {
         }
         let said = clustered_warning(&blocks, checked).expect("warned");
         let ratio: f64 = said
-            .split("intervals ")
+            .split("up to ")
             .nth(1)
             .and_then(|r| r.split('×').next())
             .and_then(|r| r.parse().ok())
             .expect("a ratio");
         assert!(ratio > 2.0, "{said}");
+        // The top and the bottom model; `b`, 1–1 on every task, has a narrower task interval
+        // (it once pulled an average under the threshold).
+        assert!(
+            said.contains("`a` ") && said.contains("`c` ") && !said.contains("`b`"),
+            "{said}"
+        );
+        // One comparison per pair and task, a coin per task deciding them all: the mean of
+        // the three widths' ratios is under 1 (`b`'s is 0), the top and bottom's about 1.4.
+        let mut coins = Vec::new();
+        let mut state: u32 = 7;
+        for t in 0..40u32 {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let o = if state >> 16 & 1 == 0 {
+                Outcome::AWins
+            } else {
+                Outcome::BWins
+            };
+            coins.push(row(0, 1, o, t));
+            coins.push(row(1, 2, o, t));
+            coins.push(row(0, 2, o, t));
+        }
+        let said = clustered_warning(&coins, checked).expect("warned");
+        assert!(said.contains("`a` ") && said.contains("`c` "), "{said}");
         // Only when asked (a run's comparisons), and only by the comparison unit.
         assert_eq!(clustered_warning(&blocks, params()), None);
         let by_task = RankParams {

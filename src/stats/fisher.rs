@@ -22,19 +22,35 @@ pub fn hypergeometric_upper_tail(k: u64, drawn: u64, marked: u64, n_total: u64) 
     if k > highest {
         return 0.0;
     }
-    let ln_pmf =
-        ln_choose(marked, k) + ln_choose(n_total - marked, drawn - k) - ln_choose(n_total, drawn);
-    let mut term = ln_pmf.exp();
+    let pmf = |x: u64| {
+        (ln_choose(marked, x) + ln_choose(n_total - marked, drawn - x) - ln_choose(n_total, drawn))
+            .exp()
+    };
+    let (m, d, rest) = (marked as f64, drawn as f64, (n_total - marked) as f64);
+    // Below the mean, the upper tail is one less the lower, which is summed instead: far
+    // below, the point probability at `k` underflows and would sum to 0, not to nearly 1.
+    if k as f64 <= d * m / n_total as f64 {
+        let mut term = pmf(k - 1);
+        let mut lower = term;
+        let mut x = k - 1;
+        while x > lowest {
+            // P(x − 1) / P(x).
+            let xf = x as f64;
+            term *= xf * (rest - d + xf) / ((m - xf + 1.0) * (d - xf + 1.0));
+            lower += term;
+            x -= 1;
+            if term < lower * 1e-17 {
+                break;
+            }
+        }
+        return (1.0 - lower).clamp(0.0, 1.0);
+    }
+    let mut term = pmf(k);
     let mut sum = term;
     let mut x = k;
     while x < highest {
         // P(x + 1) / P(x).
-        let (xf, m, d, rest) = (
-            x as f64,
-            marked as f64,
-            drawn as f64,
-            (n_total - marked) as f64,
-        );
+        let xf = x as f64;
         term *= (m - xf) * (d - xf) / ((xf + 1.0) * (rest - d + xf + 1.0));
         sum += term;
         x += 1;
@@ -82,6 +98,16 @@ mod tests {
             ((50, 500, 120, 2000), 2.6518316430810664e-05),
             ((70, 1000, 500, 10000), 0.002123670339504004),
             ((260, 5000, 2000, 50000), 6.3470087740323366e-06),
+            // Below the mean: through the lower tail.
+            ((3, 40, 10, 120), 0.7110940882472211),
+            ((35, 618, 1839, 2600), 1.0),
+            // Drawn at random (either side of the mean).
+            ((8, 184, 131, 338), 1.0),
+            ((6, 27, 128, 258), 0.9995192842648324),
+            ((40, 61, 48, 77), 0.19555900213812463),
+            ((19, 27, 140, 214), 0.36455685124948406),
+            ((4, 56, 4, 147), 0.019670693029219245),
+            ((11, 100, 47, 163), 0.9999999999707616),
         ];
         for ((k, n, big_k, big_n), want) in cases {
             let got = hypergeometric_upper_tail(k, n, big_k, big_n);
