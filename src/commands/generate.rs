@@ -683,7 +683,7 @@ pub fn model_brief(suite: &Suite, settings: &crate::config::RunSettings) -> Stri
 /// The brief a run's answers were written to, as the judge and labellers are shown it: the
 /// [`model_brief`] of the run's settings. It depends on the settings alone, never on which
 /// models are in the run: a model added to a judged run must not change the judge's prompt.
-/// Answer sets (`files` models) get no system message; [`answer_set_warnings`] says so.
+/// Answer sets (`files` models) get no system message; generate warns of that.
 pub fn run_brief(suite: &Suite, manifest: &Manifest) -> String {
     model_brief(suite, &manifest.settings)
 }

@@ -34,7 +34,8 @@ pub struct Progress {
 /// that a log shows a run is alive through a long rate limit, rarely enough not to flood it.
 const STATUS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Environment variable that sets [`STATUS_EVERY`] in milliseconds (tests).
+/// Environment variable that sets how often a status line is printed without a terminal,
+/// in milliseconds (tests; default a minute).
 pub const STATUS_EVERY_ENV: &str = "JUDGE_STATUS_EVERY_MS";
 
 impl Progress {
