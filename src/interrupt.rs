@@ -113,13 +113,14 @@ fn listen(ready: std::sync::mpsc::Sender<()>) {
             // Said before the stop takes effect (a session that ends at once still says it),
             // but a stderr that blocks (a full pipe nobody reads) holds neither the stop nor
             // this listener up for more than a moment.
+            // The window counts from the signal itself, not from the note's write.
+            let first_at = std::time::Instant::now();
             let written = say(format!(
                 "\nstopping ({what}): {}",
                 NEXT.get().map_or(FINISH_IN_FLIGHT, String::as_str)
             ));
             let _ = written.recv_timeout(std::time::Duration::from_millis(200));
             REQUESTED.store(true, Ordering::SeqCst);
-            let first_at = std::time::Instant::now();
             loop {
                 let again = tokio::select! {
                     got = next(&mut interrupts) => got,

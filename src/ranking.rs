@@ -44,11 +44,24 @@ pub struct RankParams {
     pub cluster_check: bool,
 }
 
-/// A model's win-rate interval width by the task bootstrap, over the comparison bootstrap's,
-/// above which the leaderboard says the comparison intervals understate the uncertainty.
-/// The Monte Carlo error of such a ratio at 1000 resamples is about 4%: 1.25 is far beyond
-/// it, for any number of models.
+/// The least ratio of a model's win-rate interval width by the task bootstrap to the
+/// comparison bootstrap's at which the leaderboard says the comparison intervals understate
+/// the uncertainty; see [`clustered_above`] for the bar that the number of tasks and models
+/// sets.
 const CLUSTERED: f64 = 1.25;
+
+/// The ratio (task over comparison bootstrap width) above which a model's interval is said to
+/// be understated, with `tasks` tasks and `models` models looked at. On independent data the
+/// ratio scatters around 1: the task bootstrap estimates a variance from `tasks` cluster
+/// totals, whose width has a relative error of about 1/√(2(tasks − 1)), and the largest of
+/// `models` such ratios lies further out. The bar is √(2 ln(models/0.01)) of those errors
+/// above 1 (a bound on the normal quantile at 1 − 0.01/models: a false alarm in at most about
+/// 1% of runs), and never below [`CLUSTERED`].
+fn clustered_above(tasks: usize, models: usize) -> f64 {
+    let error = 1.0 / (2.0 * (tasks.max(2) - 1) as f64).sqrt();
+    let z = (2.0 * (models.max(1) as f64 / 0.01).ln()).sqrt();
+    (1.0 + z * error).max(CLUSTERED)
+}
 
 /// One leaderboard line. A model without rated games has no rank, rating or win rate
 /// (`None`): it is listed, unranked, after the others.
@@ -380,11 +393,13 @@ fn fit_all(
     }
     // Per model: one whose record is the same on every task has a narrower task interval,
     // which must not hide the models whose intervals are understated.
+    let looked_at = clustering.iter().flatten().flatten().count();
+    let bar = clustered_above(input.n_tasks(), looked_at);
     let mut wider: Vec<(f64, &str)> = clustering
         .iter()
         .flatten()
         .zip(models)
-        .filter_map(|(r, m)| r.filter(|&r| r > CLUSTERED).map(|r| (r, m.as_str())))
+        .filter_map(|(r, m)| r.filter(|&r| r > bar).map(|r| (r, m.as_str())))
         .collect();
     if !wider.is_empty() {
         wider.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
@@ -1119,10 +1134,11 @@ mod tests {
             "{said}"
         );
         // One comparison per pair and task, a coin per task deciding them all: the mean of
-        // the three widths' ratios is under 1 (`b`'s is 0), the top and bottom's about 1.4.
+        // the three widths' ratios is under 1 (`b`'s is 0), the top and bottom's about √2
+        // (two games a task that always agree), clear of the bar at 100 tasks.
         let mut coins = Vec::new();
         let mut state: u32 = 7;
-        for t in 0..40u32 {
+        for t in 0..100u32 {
             state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             let o = if state >> 16 & 1 == 0 {
                 Outcome::AWins
@@ -1135,6 +1151,11 @@ mod tests {
         }
         let said = clustered_warning(&coins, checked).expect("warned");
         assert!(said.contains("`a` ") && said.contains("`c` "), "{said}");
+        // The bar: 1.25 at least, higher with fewer tasks and more models.
+        assert_eq!(clustered_above(1000, 3), CLUSTERED);
+        assert!((clustered_above(30, 50) - 1.54).abs() < 0.01);
+        assert!(clustered_above(30, 50) > clustered_above(30, 5));
+        assert!(clustered_above(30, 5) > clustered_above(60, 5));
         // Only when asked (a run's comparisons), and only by the comparison unit.
         assert_eq!(clustered_warning(&blocks, params()), None);
         let by_task = RankParams {

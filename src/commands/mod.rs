@@ -101,7 +101,7 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
 /// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
 /// models: without them it would add every configured model to the run. Empty when the run
 /// has every configured model; a model of the run no longer configured is left out (the
-/// command would refuse it, and cannot ask it again anyway).
+/// command would refuse it, and cannot ask it again anyway), unless none is configured.
 pub fn run_model_flags(
     config: &crate::config::Config,
     manifest: &crate::engine::manifest::Manifest,
@@ -110,10 +110,20 @@ pub fn run_model_flags(
     if config.models.iter().all(|m| in_run(&m.id)) {
         return String::new();
     }
-    config
+    let configured: String = config
         .models
         .iter()
         .filter(|m| in_run(&m.id))
+        .map(|m| format!(" --model {}", m.id))
+        .collect();
+    if !configured.is_empty() {
+        return configured;
+    }
+    // None of the run's models is configured any more: naming them makes the command refuse,
+    // saying so, where no flag would add every configured model to the run.
+    manifest
+        .models
+        .iter()
         .map(|m| format!(" --model {}", m.id))
         .collect()
 }

@@ -1863,3 +1863,45 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
         }
     }
 }
+
+/// Regression: retries never counted toward the broken-judge rule, so a judge whose calls had
+/// all failed with a 5xx, asked again with --retry-failed, never gave a verdict and was never
+/// stopped. Retries of other failures count; retries of unparsable replies do not.
+#[test]
+fn retries_of_server_errors_count_toward_a_broken_judge() {
+    let unparsable = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let now = unparsable.clone();
+    let server = FakeServer::start(move |_, _| {
+        if now.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::ok("no verdict here")
+        } else {
+            Reply::status(500, "{}")
+        }
+    });
+    let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
+    config.push_str(&format!(
+        "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = 1\nmax_retries = 0\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
+        server.url
+    ));
+    let p = Project::with_suite(8, &config);
+    for set in ["x", "y"] {
+        for i in 1..=8 {
+            p.write(
+                &format!("suites/demo/answers/{set}/t{i:02}.md"),
+                &format!("{set} {i}"),
+            );
+        }
+    }
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 16, "every call failed once with a 500");
+    unparsable.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = p.run(&["compare", "--run", "r", "--retry-failed"]);
+    assert!(
+        text(&out).contains("gave no verdict in the required format in 10 calls"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 16 + 20, "ten calls, two requests each");
+}

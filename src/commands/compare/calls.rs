@@ -36,17 +36,20 @@ pub(super) fn pending_calls(
                     }
                     for order in [Order::Ab, Order::Ba] {
                         let (first, second) = order.arrange((a.id.as_str(), b.id.as_str()));
-                        let replaces =
-                            match done.get(&(task.id.as_str(), judge.id(), first, second)) {
-                                None => None,
-                                Some(r) if !matches!(r.verdict, JudgmentVerdict::Failed(_)) => {
-                                    continue;
-                                }
-                                Some(_) if !retry_failed => continue,
-                                Some(r) => {
-                                    Some(Replaced::passed_on(r.usage, r.cost_usd, r.replaced))
-                                }
-                            };
+                        let recorded = done.get(&(task.id.as_str(), judge.id(), first, second));
+                        let retry_of_unparsable = recorded.is_some_and(|r| {
+                            r.error
+                                .as_ref()
+                                .is_some_and(|e| e.class == ErrorClass::UnparsableVerdict)
+                        });
+                        let replaces = match recorded {
+                            None => None,
+                            Some(r) if !matches!(r.verdict, JudgmentVerdict::Failed(_)) => {
+                                continue;
+                            }
+                            Some(_) if !retry_failed => continue,
+                            Some(r) => Some(Replaced::passed_on(r.usage, r.cost_usd, r.replaced)),
+                        };
                         calls.push(Call {
                             judge: ji,
                             task: ti,
@@ -54,6 +57,7 @@ pub(super) fn pending_calls(
                             model_b: b.id.clone(),
                             order,
                             retry: replaces.is_some(),
+                            retry_of_unparsable,
                             replaces: replaces.flatten(),
                         });
                     }
@@ -159,9 +163,10 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
     if health.is_broken() {
         return None;
     }
-    // Retries of recorded failures are the calls most likely to fail again: they tell
-    // nothing of whether the judge follows the format at all.
-    let counted = !call.retry;
+    // A retry of a reply that broke the format is the call most likely to break it again:
+    // it tells nothing of whether the judge follows the format at all (a retry of a 5xx or
+    // a timeout does).
+    let counted = !call.retry_of_unparsable;
     let started = health.start(counted);
     let record = one_judge_call(ctx.clone(), call).await;
     health.finish(started, record.as_ref().filter(|_| counted));
@@ -172,9 +177,10 @@ pub(super) async fn judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentReco
 /// behind the id, replies cut off by its token cap) once [`BROKEN_JUDGE_CALLS`] of its calls
 /// in this compare asked it and ended unparsable, each asked twice, none gave a verdict, and
 /// no call that started before the last of those failures is still out (a slow verdict may be
-/// on its way): its calls not started yet are then not made. Replies from the cache (free,
-/// and maybe older than a fix behind the same id) and retries of recorded failures do not
-/// count either way, nor do other failures (a 5xx, a timeout).
+/// on its way): its calls not started yet are then not made, unless one still out gives a
+/// verdict after all. Replies from the cache (free, and maybe older than a fix behind the
+/// same id) and retries of recorded unparsable replies do not count either way, nor do other
+/// failures (a 5xx, a timeout).
 #[derive(Debug, Default)]
 pub(super) struct JudgeHealth {
     state: std::sync::Mutex<Health>,
@@ -224,7 +230,11 @@ impl JudgeHealth {
         s.out.remove(&started);
         if let Some(record) = record.filter(|r| !r.from_cache) {
             if matches!(record.verdict, JudgmentVerdict::Parsed(_)) {
+                // A verdict from a call that was out when the stop was decided undoes it: the
+                // judge works (the calls skipped meanwhile are asked by a rerun).
                 s.parsed = true;
+                self.broken
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
             } else if record
                 .error
                 .as_ref()
@@ -449,6 +459,18 @@ mod tests {
         assert!(!health.is_broken());
         health.finish(cut, None);
         assert!(health.is_broken());
+        // A verdict from a call that started later but was out when the stop was decided
+        // undoes it.
+        let health = JudgeHealth::default();
+        unparsable_calls(&health, 9);
+        let tenth = health.start(true);
+        let out = health.start(true);
+        health.finish(tenth, Some(&record(Some(false), false)));
+        assert!(health.is_broken(), "no call that started earlier is out");
+        health.finish(out, Some(&record(Some(true), false)));
+        assert!(!health.is_broken());
+        unparsable_calls(&health, 10);
+        assert!(!health.is_broken(), "it works");
     }
 
     #[test]

@@ -95,6 +95,8 @@ struct Call {
     /// A retry of a recorded failure (`--retry-failed`): asks the judge again even when its
     /// earlier reply is cached (an unparsable verdict comes from a cached, well-formed reply).
     retry: bool,
+    /// A retry of a recorded reply that broke the format (see [`calls::JudgeHealth`]).
+    retry_of_unparsable: bool,
     /// What the failed record it replaces passes on (its billed usage and cost).
     replaces: Option<Replaced>,
 }
