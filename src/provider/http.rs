@@ -860,6 +860,26 @@ mod tests {
         );
     }
 
+    /// An OpenAI-kind provider at `url` without a key (`extra`: more provider lines), and an
+    /// empty chat request for it.
+    fn test_provider(url: &str, extra: &str) -> (HttpProvider, WireRequest) {
+        let config = crate::config::parse_config(
+            "judge.toml",
+            &format!(
+                "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"{url}\"\napi_key_env = \"\"\n{extra}[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
+            ),
+        )
+        .unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
+        let request = WireRequest {
+            path: "/chat/completions".into(),
+            body: serde_json::json!({}),
+            estimated_tokens: 0,
+        };
+        (http, request)
+    }
+
     /// A body past the limit is refused while it streams (no Content-Length: chunked), so a
     /// runaway server cannot fill the memory.
     #[test]
@@ -891,20 +911,7 @@ mod tests {
             }
             sent
         });
-        let config = crate::config::parse_config(
-            "judge.toml",
-            &format!(
-                "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"{url}\"\napi_key_env = \"\"\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
-            ),
-        )
-        .unwrap();
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
-        let request = WireRequest {
-            path: "/chat/completions".into(),
-            body: serde_json::json!({}),
-            estimated_tokens: 0,
-        };
+        let (http, request) = test_provider(&url, "");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -962,21 +969,8 @@ mod tests {
                 );
             }
         });
-        let config = crate::config::parse_config(
-            "judge.toml",
-            &format!(
-                "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmax_retries = 2\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
-            ),
-        )
-        .unwrap();
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
+        let (mut http, request) = test_provider(&url, "max_retries = 2\n");
         http.backoff_base = Duration::from_millis(1);
-        let request = WireRequest {
-            path: "/chat/completions".into(),
-            body: serde_json::json!({}),
-            estimated_tokens: 0,
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -1015,20 +1009,10 @@ mod tests {
                 fill.push(tokio::spawn(tokio::net::TcpStream::connect(addr)));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let config = crate::config::parse_config(
-                "judge.toml",
-                &format!(
-                    "[run]\nsuite = \"s\"\n[providers.p]\nkind = \"openai\"\nbase_url = \"http://{addr}\"\napi_key_env = \"\"\ntimeout_secs = 1\nmax_retries = 0\n[[models]]\nid = \"m\"\nprovider = \"p\"\nmodel = \"x\"\nfamily = \"f\"\n"
-                ),
-            )
-            .unwrap();
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let http = HttpProvider::new(config.providers["p"].clone(), None).unwrap();
-            let request = WireRequest {
-                path: "/chat/completions".into(),
-                body: serde_json::json!({}),
-                estimated_tokens: 0,
-            };
+            let (http, request) = test_provider(
+                &format!("http://{addr}"),
+                "timeout_secs = 1\nmax_retries = 0\n",
+            );
             let (reply, _) = http.post_json(&request, &|| false, None).await;
             reply.expect_err("never connected")
         });

@@ -1781,6 +1781,27 @@ fn nothing_rated_for_failed_generations_says_what_asks_again() {
     );
 }
 
+/// Two answer sets `a` and `b` on 8 tasks, generated into run `r`, and judge `j` at `server`
+/// (`extra`: more lines of its provider).
+fn two_sets_one_judge(server: &FakeServer, extra: &str) -> Project {
+    let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
+    config.push_str(&format!(
+        "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n{extra}\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
+        server.url
+    ));
+    let p = Project::with_suite(8, &config);
+    for set in ["x", "y"] {
+        for i in 1..=8 {
+            p.write(
+                &format!("suites/demo/answers/{set}/t{i:02}.md"),
+                &format!("{set} {i}"),
+            );
+        }
+    }
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    p
+}
+
 /// A judge that never follows the format (another model behind the id, replies cut off by the
 /// token cap) was asked every call twice. None of its first 10 calls giving a verdict, its
 /// remaining calls are not made (a rerun asks them); a judge one of whose first calls gave a
@@ -1803,22 +1824,8 @@ fn a_judge_that_never_gives_a_verdict_is_stopped_after_ten_calls() {
                 Reply::ok("def solve():\n    return 42\n")
             }
         });
-        let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
-        config.push_str(&format!(
-            "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = {}\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
-            server.url,
-            if parses_first { 4 } else { 1 }
-        ));
-        let p = Project::with_suite(8, &config);
-        for set in ["x", "y"] {
-            for i in 1..=8 {
-                p.write(
-                    &format!("suites/demo/answers/{set}/t{i:02}.md"),
-                    &format!("{set} {i}"),
-                );
-            }
-        }
-        assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+        let concurrency = if parses_first { 4 } else { 1 };
+        let p = two_sets_one_judge(&server, &format!("max_concurrency = {concurrency}\n"));
         let out = p.run(&["compare", "--run", "r"]);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         let recorded = p.jsonl("runs/r/judgments.jsonl").len();
@@ -1878,21 +1885,7 @@ fn retries_of_server_errors_count_toward_a_broken_judge() {
             Reply::status(500, "{}")
         }
     });
-    let mut config = crate::common::files_config(&[("a", "x", "f"), ("b", "y", "g")]);
-    config.push_str(&format!(
-        "\n[providers.judges]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nmax_concurrency = 1\nmax_retries = 0\n\n[[judges]]\nid = \"j\"\nprovider = \"judges\"\nmodel = \"jm\"\nfamily = \"h\"\n",
-        server.url
-    ));
-    let p = Project::with_suite(8, &config);
-    for set in ["x", "y"] {
-        for i in 1..=8 {
-            p.write(
-                &format!("suites/demo/answers/{set}/t{i:02}.md"),
-                &format!("{set} {i}"),
-            );
-        }
-    }
-    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let p = two_sets_one_judge(&server, "max_concurrency = 1\nmax_retries = 0\n");
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(server.count(), 16, "every call failed once with a 500");
