@@ -101,6 +101,20 @@ pub fn vendor_family<'a>(model_name: &str, theirs: &'a str) -> Option<&'a str> {
     (short.chars().count() >= 3 && long.contains(short.as_str())).then_some(theirs)
 }
 
+/// The maker prefix two router-style names share (`meta-llama/Llama-3-8b` and
+/// `meta-llama/llama-3-70b-instruct`): both `vendor/model` with exactly one slash, their
+/// prefixes matched as [`vendor_family`] matches a prefix with a family. `None` otherwise
+/// (deeper paths such as `accounts/fireworks/models/…` or `hf.co/user/repo` name a host or
+/// an account, not a maker).
+pub fn shared_vendor<'a>(judge_model: &'a str, model: &str) -> Option<&'a str> {
+    let one_slash = |name: &str| name.trim().matches('/').count() == 1;
+    if !one_slash(judge_model) || !one_slash(model) {
+        return None;
+    }
+    let (prefix, _) = judge_model.trim().split_once('/')?;
+    vendor_family(model, prefix)
+}
+
 /// Share of judged comparisons (both orderings parsed, not decided by failure) that flipped;
 /// `None` when there are none.
 pub fn flip_rate<'a>(comparisons: impl IntoIterator<Item = &'a ComparisonRecord>) -> Option<f64> {
@@ -244,6 +258,36 @@ mod tests {
         assert_eq!(vendor_family("gpt-4o", "openai"), None);
         // Too short to say anything.
         assert_eq!(vendor_family("ai/model", "openai"), None);
+    }
+
+    #[test]
+    fn two_router_names_can_share_a_maker() {
+        assert_eq!(
+            shared_vendor(
+                "meta-llama/llama-3-70b-instruct",
+                " meta-llama/Llama-3-8b-instruct"
+            ),
+            Some("meta-llama")
+        );
+        assert_eq!(
+            shared_vendor("mistralai/mistral-large", "Mistralai/Mistral-7B"),
+            Some("mistralai")
+        );
+        assert_eq!(
+            shared_vendor("openai/gpt-4o", "meta-llama/Llama-3-8b"),
+            None
+        );
+        // Hosts and accounts are not makers; names without a prefix say nothing.
+        assert_eq!(
+            shared_vendor(
+                "accounts/fireworks/models/qwen2-72b",
+                "accounts/fireworks/models/llama-v3-8b"
+            ),
+            None
+        );
+        assert_eq!(shared_vendor("hf.co/a/b", "hf.co/a/c"), None);
+        assert_eq!(shared_vendor("gpt-4o", "gpt-4o-mini"), None);
+        assert_eq!(shared_vendor("ai/x", "ai/y"), None);
     }
 
     #[test]

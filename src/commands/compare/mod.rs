@@ -21,7 +21,7 @@ use crate::engine::scheduler::{Group, Stop, StopReason};
 use crate::error::{JudgeError, Outcome};
 use crate::judging::{
     EXEC_FAMILY, EXEC_JUDGE, combine, decide_by_failure, family_conflict, judge_agreement,
-    vendor_family,
+    shared_vendor, vendor_family,
 };
 use crate::prompt::{
     Order, PairwiseInput, PairwiseTemplate, fence_nonce, render_pairwise, template_sha256,
@@ -49,7 +49,7 @@ pub(crate) use exec::{
 };
 pub(crate) use settings::{
     judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
-    resolve_judges,
+    resolve_judges, shared_maker_warnings,
 };
 use settings::{keep_recorded_judge_prices, missing_comparisons, record_compare_section};
 
@@ -320,6 +320,9 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         .into());
     }
     refuse_own_family(&config, &judges, &models)?;
+    for w in shared_maker_warnings(&judges, &models) {
+        eprintln!("warning: {w}");
+    }
     if exec && let Some(note) = exec_coverage_note(&suite) {
         eprintln!("warning: {note}");
     }
@@ -691,5 +694,60 @@ family = "{judge_family}"
                 "judge `j` (family `router`) and ranked model `ours` (family `lab`): the model name `lab/lab-70b` says its maker is `lab`"
             )),
         );
+    }
+
+    /// Two routers' names with one maker prefix, under families that name the routers: the
+    /// families differ, so the pair passes rule 6, with a warning naming the prefix.
+    #[test]
+    fn a_judge_sharing_a_makers_prefix_with_a_model_is_warned_of() {
+        let text = r#"
+[run]
+suite = "demo"
+
+[providers.together]
+kind = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+
+[providers.openrouter]
+kind = "openai"
+base_url = "http://127.0.0.1:9000/v1"
+
+[[models]]
+id = "small"
+provider = "together"
+model = "meta-llama/Llama-3-8b-instruct"
+family = "together"
+
+[[models]]
+id = "other"
+provider = "together"
+model = "Qwen/Qwen2-7B"
+family = "together"
+
+[[judges]]
+id = "big"
+provider = "openrouter"
+model = "meta-llama/llama-3-70b-instruct"
+family = "openrouter"
+"#;
+        let config = crate::config::parse_config("judge.toml", text).expect("valid config");
+        assert_eq!(refusal(&config), None);
+        let judges = resolve_judges(&config, &[]).unwrap();
+        let warnings = shared_maker_warnings(&judges, &config.models);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "judge `big` (`meta-llama/llama-3-70b-instruct`, family `openrouter`) and ranked model `small` (`meta-llama/Llama-3-8b-instruct`, family `together`) have names starting with the same maker `meta-llama/`"
+            ),
+            "{}",
+            warnings[0]
+        );
+        assert!(!warnings[0].contains("`other`"), "{}", warnings[0]);
+        // Families naming the makers: refused, as rule 6 says.
+        let makers = text
+            .replace("family = \"openrouter\"", "family = \"meta\"")
+            .replace("family = \"together\"", "family = \"meta\"");
+        let config = crate::config::parse_config("judge.toml", &makers).expect("valid config");
+        assert!(refusal(&config).is_some());
     }
 }

@@ -447,6 +447,36 @@ pub(crate) fn refuse_own_family(
     Ok(())
 }
 
+/// Judges whose router-style model name starts with the same maker as a ranked model's
+/// (`meta-llama/…` on two routers whose families name the routers): the config's families
+/// differ, so DESIGN rule 6 lets them through, but if the prefix is the maker the judge rates
+/// its own family. A warning, not a refusal: the prefix may be a re-hoster's (`TheBloke/…`).
+pub(crate) fn shared_maker_warnings(judges: &[Judge], models: &[ModelConfig]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for judge in judges {
+        let Judge::Llm(j) = judge else { continue };
+        let Some(prefix) = models
+            .iter()
+            .find_map(|m| shared_vendor(&j.model, &m.model))
+        else {
+            continue;
+        };
+        let named: Vec<String> = models
+            .iter()
+            .filter(|m| shared_vendor(&j.model, &m.model).is_some())
+            .map(|m| format!("`{}` (`{}`, family `{}`)", m.id, m.model, m.family))
+            .collect();
+        warnings.push(format!(
+            "judge `{}` (`{}`, family `{}`) and ranked model {} have names starting with the same maker `{prefix}/`: if that is their maker, the judge rates its own family's models (it favours them); set each one's `family` to its maker (judge then refuses the pair) or pick a judge from another maker",
+            j.id,
+            j.model,
+            j.family,
+            named.join(", ")
+        ));
+    }
+    warnings
+}
+
 /// The judges named by `wanted` (or the configured ones, else `exec`).
 pub(crate) fn resolve_judges(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Judge>> {
     let ids: Vec<String> = if !wanted.is_empty() {
