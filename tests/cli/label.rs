@@ -671,6 +671,48 @@ fn labels_of_a_replaced_sample_are_refused_with_file_and_line() {
 
 /// A sheet exported before the sample was replaced is refused row by row on import.
 #[test]
+fn import_refuses_a_sheet_under_another_standard() {
+    let server = FakeServer::start(judge);
+    let p = labelled_project(&server);
+    let out = p.run(&["label", "sample", "--run", "r", "--n", "12"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["label", "export", "--run", "r", "--output", "sheet.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The sheet filled in, its `standard` cells as exported (line endings as a spreadsheet
+    // saves them) or as another run's criteria would show them.
+    let filled = |standard: &dyn Fn(&str) -> String| {
+        let sheet = p.read("sheet.csv");
+        let mut reader = csv::Reader::from_reader(sheet.as_bytes());
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(reader.headers().unwrap()).unwrap();
+        for row in reader.records() {
+            let mut row: Vec<String> = row.unwrap().iter().map(String::from).collect();
+            row[2] = standard(&row[2]);
+            row[6] = "1".into();
+            writer.write_record(&row).unwrap();
+        }
+        String::from_utf8(writer.into_inner().unwrap()).unwrap()
+    };
+    let import = |name: &str| p.run(&["label", "import", name, "--run", "r", "--labeller", "dan"]);
+    p.write(
+        "other.csv",
+        &filled(&|s| s.replace("better", "more concise")),
+    );
+    let out = import("other.csv");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("other.csv:2: the row's `standard` for `i")
+            && text(&out).contains("export a sheet from this run"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/r/labels/dan.jsonl").exists());
+    p.write("same.csv", &filled(&|s| s.replace('\n', "\r\n")));
+    let out = import("same.csv");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
 fn import_refuses_a_sheet_of_a_replaced_sample() {
     let server = FakeServer::start(judge);
     let p = labelled_project(&server);

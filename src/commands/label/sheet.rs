@@ -160,6 +160,18 @@ pub(super) fn sheet_row_mismatch(
         .then(|| format!("the sheet shows other answers for `{id}` than the current sample"))
 }
 
+/// Whether a sheet's `standard` cell is `want`: line endings and surrounding whitespace
+/// aside, either with or without the export's formula guard, compared up to a length short of
+/// Excel's cell limit (32,767 characters).
+fn same_standard(got: &str, want: &str) -> bool {
+    let norm = |t: &str| {
+        let t = t.replace("\r\n", "\n");
+        t.trim().chars().take(30_000).collect::<String>()
+    };
+    let want = norm(want);
+    norm(got) == want || norm(crate::report::unsheet_cell(got)) == want
+}
+
 /// The sheet's delimiter: a comma, unless its header line holds more semicolons or tabs
 /// (spreadsheets in many locales save "CSV" with semicolons).
 pub(super) fn sheet_delimiter(bytes: &[u8]) -> u8 {
@@ -258,6 +270,7 @@ pub(super) fn read_sheet(
         .into());
     }
     let digest = digest_of(l);
+    let standard = l.standard();
     let by_id: BTreeMap<&str, &SampleItem> =
         l.sample.iter().map(|s| (s.item.as_str(), s)).collect();
     let (mut records, mut errors, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
@@ -319,6 +332,14 @@ pub(super) fn read_sheet(
         {
             errors.push(at(format!(
                 "the row is of sample `{got}`, and the run's sample is `{digest}` (drawn again after this sheet was exported?); export a new sheet"
+            )));
+            continue;
+        }
+        if let Some(got) = col("standard").and_then(|c| row.get(c))
+            && !same_standard(got, &standard)
+        {
+            errors.push(at(format!(
+                "the row's `standard` for `{id}` is not the one this run's judge was given (a sheet exported from another run, or the cell was edited): agreement compares a label with the judge only under one standard; export a sheet from this run"
             )));
             continue;
         }
