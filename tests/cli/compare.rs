@@ -678,6 +678,61 @@ fn two_judges_are_recorded_separately_with_agreement() {
     assert_eq!(manifest["compare"]["judge_agreement"][0]["items"], 3);
 }
 
+/// Judges tried one at a time: each compare reports its judge against those already in the
+/// run, and the manifest keeps every pair (a compare of one judge used to erase them).
+#[test]
+fn judges_tried_one_at_a_time_are_compared_with_each_other() {
+    let fair = FakeServer::start(marker_judge);
+    let biased = FakeServer::start(|_, _| reply("VERDICT: 1"));
+    let p = project(&fair.url, "judge-labs");
+    let mut config = p.read("judge.toml");
+    for (id, family) in [("judge-2", "other-labs"), ("judge-3", "third-labs")] {
+        config.push_str(&format!(
+            "\n[providers.{id}]\nkind = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n\n[[judges]]\nid = \"{id}\"\nprovider = \"{id}\"\nmodel = \"m2\"\nfamily = \"{family}\"\n",
+            biased.url
+        ));
+    }
+    p.write("judge.toml", &config);
+    let agreement = || {
+        let manifest: serde_json::Value =
+            serde_json::from_str(&p.read("runs/r/manifest.json")).unwrap();
+        manifest["compare"]["judge_agreement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| format!("{} {} {}", a["judge_1"], a["judge_2"], a["items"]))
+            .collect::<Vec<_>>()
+    };
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(agreement().is_empty());
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("judges judge-1 vs judge-2: 3 shared comparisons, agreement 0.000"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(agreement(), ["\"judge-1\" \"judge-2\" 3"]);
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stderr = text(&out);
+    assert!(
+        stderr.contains("judges judge-1 vs judge-3: 3 shared comparisons, agreement 0.000")
+            && stderr.contains("judges judge-2 vs judge-3: 3 shared comparisons, agreement 1.000")
+            && !stderr.contains("judges judge-1 vs judge-2"),
+        "{stderr}"
+    );
+    assert_eq!(
+        agreement(),
+        [
+            "\"judge-1\" \"judge-2\" 3",
+            "\"judge-1\" \"judge-3\" 3",
+            "\"judge-2\" \"judge-3\" 3"
+        ]
+    );
+}
+
 #[test]
 fn comparing_with_one_judge_keeps_the_other_judges_comparisons() {
     let fair = FakeServer::start(marker_judge);

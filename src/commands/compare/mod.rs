@@ -370,9 +370,17 @@ fn finish(
     write_jsonl_atomic(&run_dir.file(COMPARISONS_FILE), &comparisons)?;
     let missing = missing_comparisons(&ctx.suite, &ctx.judges, models, &comparisons);
 
+    // Every pair of the run's judges, those of earlier invocations too (judges are often
+    // tried one at a time), in the order they joined.
+    let mut run_judges: Vec<&str> = Vec::new();
+    for c in &comparisons {
+        if !run_judges.contains(&c.judge.as_str()) {
+            run_judges.push(&c.judge);
+        }
+    }
     let mut agreements = Vec::new();
-    for (i, j1) in judge_ids.iter().enumerate() {
-        for j2 in &judge_ids[i + 1..] {
+    for (i, j1) in run_judges.iter().enumerate() {
+        for j2 in &run_judges[i + 1..] {
             agreements.push(judge_agreement(&comparisons, j1, j2));
         }
     }
@@ -488,7 +496,10 @@ fn finish(
             run_dir.name()
         );
     }
-    for a in &agreements {
+    // The pairs this invocation's judges are in (the manifest keeps them all).
+    for a in agreements.iter().filter(|a| {
+        judge_ids.contains(&a.judge_1.as_str()) || judge_ids.contains(&a.judge_2.as_str())
+    }) {
         let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| crate::report::fmt_float(v, 3));
         eprintln!(
             "judges {} vs {}: {} shared comparisons, agreement {}, Cohen's kappa {}",
