@@ -12,7 +12,7 @@
 //! whose `flipped` and `by_failure` give the file's order-flip rate.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::sync::Mutex;
 use std::sync::mpsc::{channel, sync_channel};
@@ -138,14 +138,17 @@ fn own_flags(line: &[u8]) -> (Option<bool>, bool) {
     (flipped, by_failure)
 }
 
-/// Judged and flipped comparisons of a file of judge's own comparisons: those whose both
-/// orderings gave a verdict (not failed, not decided by a failed generation) and that say
-/// whether they flipped, and of them those whose two verdicts disagreed. The order-flip rate
-/// is their ratio.
+/// What rows of judge's own comparisons say beyond their battles. Judged and flipped
+/// comparisons: those whose both orderings gave a verdict (not failed, not decided by a
+/// failed generation) and that say whether they flipped, and of them those whose two verdicts
+/// disagreed; the order-flip rate is their ratio. And `repeated`: rows whose task and pair of
+/// models an earlier row already had (a run holds one comparison of each, so such a file
+/// pools runs, and counts one question's comparison twice).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Flips {
     pub judged: u64,
     pub flipped: u64,
+    pub repeated: u64,
 }
 
 impl Flips {
@@ -163,6 +166,16 @@ impl Flips {
     pub fn rate(self) -> Option<f64> {
         (self.judged > 0).then(|| self.flipped as f64 / self.judged as f64)
     }
+}
+
+/// A 64-bit key of a row's task and unordered pair of models (SipHash with fixed keys: the
+/// same in every process), for telling rows that repeat a comparison.
+fn own_pair_key(task: &[u8], a: &[u8], b: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+    let mut h = std::hash::DefaultHasher::new();
+    (task, a, b).hash(&mut h);
+    h.finish()
 }
 
 /// A row's `judge`: a name in judge's own comparisons; in other files whatever the source
@@ -249,6 +262,8 @@ struct Chunk {
     own_judges: Vec<String>,
     /// The flip counts of rows in judge's own format.
     flips: Flips,
+    /// [`own_pair_key`] of every row in judge's own format, in file order.
+    own_pairs: Vec<u64>,
     error: Option<BattlesError>,
 }
 
@@ -416,9 +431,14 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                 if let (Some(judge), Some(_)) = (r.judge, r.task) {
                     chunk.note_judge(judge.as_bytes());
                 }
-                if r.task.is_some() {
+                if let Some(task) = r.task {
                     let (flipped, by_failure) = own_flags(line);
                     chunk.flips.note(r.winner.as_bytes(), flipped, by_failure);
+                    chunk.own_pairs.push(own_pair_key(
+                        task.as_bytes(),
+                        r.model_a.as_bytes(),
+                        r.model_b.as_bytes(),
+                    ));
                 }
                 add_row(
                     &mut chunk,
@@ -441,9 +461,14 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                     {
                         chunk.note_judge(judge.as_bytes());
                     }
-                    if r.task.is_some() {
+                    if let Some(task) = &r.task {
                         let (flipped, by_failure) = own_flags(line);
                         chunk.flips.note(r.winner.as_bytes(), flipped, by_failure);
+                        chunk.own_pairs.push(own_pair_key(
+                            task.text().as_bytes(),
+                            r.model_a.as_bytes(),
+                            r.model_b.as_bytes(),
+                        ));
                     }
                     add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
                 }
@@ -619,6 +644,8 @@ struct Merger {
     lines_before: usize,
     judges: Vec<String>,
     flips: Flips,
+    /// The rows of judge's own format seen so far, by [`own_pair_key`].
+    own_pairs: HashSet<u64>,
     /// The index of the block to join next, and blocks parsed ahead of it.
     next: usize,
     waiting: Vec<(usize, Chunk)>,
@@ -640,6 +667,9 @@ impl Merger {
     fn join(&mut self, chunk: Chunk) {
         self.flips.judged += chunk.flips.judged;
         self.flips.flipped += chunk.flips.flipped;
+        for key in chunk.own_pairs {
+            self.flips.repeated += u64::from(!self.own_pairs.insert(key));
+        }
         for j in &chunk.own_judges {
             if !self.judges.contains(j) {
                 self.judges.push(j.clone());

@@ -634,7 +634,8 @@ fn flips_of_judges_own_comparisons_are_counted() {
         flips,
         Flips {
             judged: 3,
-            flipped: 2
+            flipped: 2,
+            repeated: 0
         }
     );
     assert_eq!(flips.rate(), Some(2.0 / 3.0));
@@ -686,6 +687,45 @@ fn flips_of_judges_own_comparisons_are_counted() {
     let bad =
         r#"{"task":"t1","judge":"j","model_a":"a","model_b":"b","winner":"tie","flipped":truex}"#;
     assert!(parse_battles_judged(bad.as_bytes(), BootstrapUnit::Comparison).is_err());
+}
+
+/// Rows of judge's own format that repeat a task's pair (either way round, escaped or not,
+/// in another block of a file read in parallel) are counted; Arena rows are not looked at.
+#[test]
+fn repeated_comparisons_of_judges_own_format_are_counted() {
+    let row = |task: &str, a: &str, b: &str| {
+        format!(
+            r#"{{"task":"{task}","judge":"j","model_a":"{a}","model_b":"{b}","winner":"tie","flipped":false,"by_failure":false}}"#
+        ) + "\n"
+    };
+    // About 3 MB: the rows are spread over several blocks and threads.
+    let mut text = String::new();
+    for t in 0..20_000 {
+        text += &row(&format!("t{t}"), "a", "b");
+    }
+    let once = text.clone();
+    text += &row("t7", "b", "a");
+    text += &row("t8", "\\u0061", "b");
+    text += &row("t8", "a", "c");
+    for t in 0..20_000 {
+        text += &row(&format!("u{t}"), "a", "b");
+    }
+    text += &row("t19999", "a", "b");
+    let (_, rows, _, flips) =
+        parse_battles_judged(text.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!((rows.len(), flips.repeated), (40_004, 3));
+    let (_, _, _, flips) =
+        parse_battles_judged(once.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(flips.repeated, 0);
+    let arena = concat!(
+        r#"{"question_id":"q","model_a":"a","model_b":"b","winner":"tie"}"#,
+        "\n",
+        r#"{"question_id":"q","model_a":"a","model_b":"b","winner":"tie"}"#,
+        "\n",
+    );
+    let (_, _, _, flips) =
+        parse_battles_judged(arena.as_bytes(), BootstrapUnit::Comparison).expect("parses");
+    assert_eq!(flips.repeated, 0);
 }
 
 #[test]

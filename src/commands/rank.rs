@@ -791,7 +791,10 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         costs: vec![(None, false); models.len()],
         models,
         rows,
-        warnings: flip_warning(header.order_flip_rate).into_iter().collect(),
+        warnings: flip_warning(header.order_flip_rate)
+            .into_iter()
+            .chain(repeat_warning(flips.repeated))
+            .collect(),
         header,
         unrated_hint: String::new(),
     })
@@ -825,6 +828,15 @@ fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str, models: &str
 }
 
 /// The warning for an order-flip rate above [`MUCH_FLIPPING`].
+/// A file of judge's own comparisons in which a task's pair of models comes more than once:
+/// a run holds one comparison of each, so the file pools several runs (perhaps under other
+/// prompts or criteria), and each repeated question counts as more evidence than it is.
+fn repeat_warning(repeated: u64) -> Option<String> {
+    (repeated > 0).then(|| format!(
+        "{repeated} row(s) repeat a task and pair of models that an earlier row already has: a run holds one comparison of each, so this file pools several runs (under other prompts or criteria?) and counts those questions twice, which narrows every interval; rank one run with `judge rank --run RUN`, or keep one row per task and pair"
+    ))
+}
+
 fn flip_warning(rate: Option<f64>) -> Option<String> {
     let rate = rate.filter(|&r| r > MUCH_FLIPPING)?;
     Some(format!(

@@ -411,6 +411,19 @@ fn offline_run_prints_a_real_leaderboard() {
         };
         assert_eq!(body(&by_file), body(&by_run), "{unit}");
     }
+    // Two runs' comparisons pooled in one file count each question twice: said so.
+    let once = p.read("runs/demo/comparisons.jsonl");
+    p.write("pooled.jsonl", &format!("{once}{once}"));
+    let pooled = p.run(&["rank", "--comparisons", "pooled.jsonl"]);
+    assert_eq!(pooled.status.code(), Some(0), "{}", text(&pooled));
+    assert!(
+        String::from_utf8_lossy(&pooled.stdout).contains(&format!(
+            "warning: {} row(s) repeat a task and pair of models that an earlier row already has",
+            once.lines().count()
+        )),
+        "{}",
+        text(&pooled)
+    );
     // The README shows this very leaderboard; keep it true.
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let sample = readme
