@@ -421,6 +421,7 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
                 "kappa_ci_low",
                 "kappa_ci_high",
                 "items_excluding_ties",
+                "judge",
             ])
             .expect("writing to memory cannot fail");
             let mut emit =
@@ -437,6 +438,7 @@ pub fn render_scores(s: &Scores, format: Format) -> Vec<u8> {
                         f(st.kappa_ci.map(|i| i.lo)),
                         f(st.kappa_ci.map(|i| i.hi)),
                         st.items_excluding_ties.to_string(),
+                        s.judge.clone(),
                     ])
                     .expect("writing to memory cannot fail");
                 };

@@ -296,11 +296,14 @@ fn sample_label_score_and_rank_end_to_end() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "labeller,versus,labelled,items,agreement,agreement_excluding_ties,kappa,kappa_ci_low,kappa_ci_high,items_excluding_ties"
+        "labeller,versus,labelled,items,agreement,agreement_excluding_ties,kappa,kappa_ci_low,kappa_ci_high,items_excluding_ties,judge"
     );
     assert!(lines[1].starts_with("alice,judge,20,20,1.0"), "{csv}");
+    // Which judge the rows were scored against, on every row (saved side by side, one
+    // judge's file is told from another's).
+    assert!(lines[1..].iter().all(|l| l.ends_with(",judge-x")), "{csv}");
     // How many items the agreement excluding ties rests on, in the CSV and the table.
-    let excl: usize = lines[1].rsplit(',').next().unwrap().parse().unwrap();
+    let excl: usize = lines[1].rsplit(',').nth(1).unwrap().parse().unwrap();
     assert!(excl > 0 && excl <= 20, "{csv}");
     let out = p.run(&["label", "score", "--run", "r"]);
     assert!(
