@@ -286,9 +286,16 @@ fn refuse_missing_answer_sets(
     models: &[ModelConfig],
 ) -> Result<(), JudgeError> {
     for m in models {
-        if config.provider_of(m).kind != crate::config::ProviderKind::Files
-            || suite.answers.contains_key(&m.model)
-        {
+        if config.provider_of(m).kind != crate::config::ProviderKind::Files {
+            continue;
+        }
+        if let Some(why) = suite.answer_problems.get(&m.model) {
+            return Err(JudgeError::usage(format!(
+                "model `{}` replays answer set `{}`, which cannot be read as one: {why}",
+                m.id, m.model
+            )));
+        }
+        if suite.answers.contains_key(&m.model) {
             continue;
         }
         let folder = config

@@ -32,7 +32,7 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
         ))
         .into());
     }
-    let files = read_suite_files(&dir)?;
+    let (files, unreadable) = read_suite_files(&dir)?;
     // A task folder holding no file at all is absent from `files`: refused as one without
     // prompt.md, not skipped (or blamed on the answers written for it).
     if let Ok(entries) = std::fs::read_dir(dir.join("tasks")) {
@@ -59,15 +59,27 @@ pub fn load_suite(suites_dir: &Path, name: &str) -> anyhow::Result<Suite> {
             return Err(JudgeError::usage(e.to_string()).into());
         }
     }
-    parse_suite(name, &files).map_err(|e| JudgeError::usage(e.to_string()).into())
+    let mut suite = parse_suite(name, &files).map_err(|e| JudgeError::usage(e.to_string()))?;
+    for (set, why) in unreadable {
+        suite.answer_problems.entry(set).or_insert(why);
+    }
+    Ok(suite)
 }
+
+/// Answer set → why a file of it could not be read as one (see
+/// [`crate::suite::Suite::answer_problems`]).
+pub type UnreadableAnswers = BTreeMap<String, String>;
 
 /// The suite's files (relative `/`-separated path → UTF-8 text): `suite.toml`, and every file
 /// under `tasks/` and `answers/`, skipping hidden entries and `__pycache__`. Other top-level
 /// files and folders (a README, scripts, images) are not read. A folder where a file belongs
 /// (`tasks/<id>/<name>/`) is refused rather than walked, so a symlink loop cannot recurse.
-pub fn read_suite_files(dir: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+/// Under `answers/`, a folder inside a set or a file that is not UTF-8 is not refused but
+/// returned apart, as a problem of its set: only replaying that set is refused.
+pub fn read_suite_files(
+    dir: &Path,
+) -> anyhow::Result<(BTreeMap<String, String>, UnreadableAnswers)> {
+    let mut out = (BTreeMap::new(), BTreeMap::new());
     walk(dir, "", 0, &mut out)?;
     Ok(out)
 }
@@ -76,7 +88,7 @@ fn walk(
     dir: &Path,
     prefix: &str,
     depth: usize,
-    out: &mut BTreeMap<String, String>,
+    out: &mut (BTreeMap<String, String>, UnreadableAnswers),
 ) -> anyhow::Result<()> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("failed to read `{}`", dir.display()))?;
@@ -95,7 +107,25 @@ fn walk(
             format!("{prefix}/{name}")
         };
         let path = entry.path();
+        // The answer set a path under answers/ belongs to (none for answers/ itself, or a
+        // file directly in it).
+        let set = rel
+            .strip_prefix("answers/")
+            .and_then(|r| r.split_once('/'))
+            .map(|(set, _)| set.to_string());
+        let in_answers = rel.starts_with("answers/");
         if path.is_dir() {
+            if depth >= 2 && in_answers {
+                if let Some(set) = set {
+                    out.1.entry(set).or_insert_with(|| {
+                        format!(
+                            "`{}` is a folder; an answer set holds only <task>.md files",
+                            path.display()
+                        )
+                    });
+                }
+                continue;
+            }
             if depth >= 2 {
                 return Err(JudgeError::usage(format!(
                     "`{}` is a folder; a task folder holds only the files prompt.md and check.py, an answer set only <task>.md files",
@@ -107,13 +137,18 @@ fn walk(
         } else {
             let bytes = std::fs::read(&path)
                 .with_context(|| format!("failed to read `{}`", path.display()))?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                JudgeError::usage(format!(
-                    "`{}` is not valid UTF-8; save it as UTF-8",
-                    path.display()
-                ))
-            })?;
-            out.insert(rel, text);
+            let not_utf8 = || format!("`{}` is not valid UTF-8; save it as UTF-8", path.display());
+            match String::from_utf8(bytes) {
+                Ok(text) => {
+                    out.0.insert(rel, text);
+                }
+                Err(_) if in_answers => {
+                    if let Some(set) = set {
+                        out.1.entry(set).or_insert_with(not_utf8);
+                    }
+                }
+                Err(_) => return Err(JudgeError::usage(not_utf8()).into()),
+            }
         }
     }
     Ok(())

@@ -32,8 +32,13 @@ pub struct Suite {
     pub criteria: String,
     /// Tasks sorted by id.
     pub tasks: Vec<Task>,
-    /// Answer sets: set name → task id → answer text.
+    /// Answer sets: set name → task id → answer text (a leading byte order mark removed).
     pub answers: BTreeMap<String, BTreeMap<String, String>>,
+    /// Answer sets that cannot be replayed, and why (the first problem found: a file for a
+    /// task the suite lacks, one not `<task>.md`, a folder, text that is not UTF-8). Only a
+    /// command that replays such a set refuses it: a stray file in `answers/` must not stop
+    /// the runs that never use it.
+    pub answer_problems: BTreeMap<String, String>,
     /// SHA-256 (hex) over suite.toml and every task file: what every model is asked and
     /// how it is checked. Answer sets are not part of it: they are model outputs (copied
     /// into a run's outputs.jsonl), and a new one must not end the runs before it.

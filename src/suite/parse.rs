@@ -86,17 +86,18 @@ pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Sui
             message: "`criteria` is empty; say what makes one answer better than another".into(),
         });
     }
-    let (tasks, answers) = collect_entries(&suite, files)?;
+    let (tasks, answers, mut answer_problems) = collect_entries(&suite, files)?;
     let tasks = validate_tasks(&suite, tasks)?;
     for (set, by_task) in &answers {
-        for task in by_task.keys() {
-            if !tasks.iter().any(|t| &t.id == task) {
-                return Err(SuiteError::AnswerForUnknownTask {
-                    suite: suite.clone(),
-                    path: format!("answers/{set}/{task}.md"),
-                    task: task.clone(),
-                });
-            }
+        if let Some(task) = by_task.keys().find(|&k| !tasks.iter().any(|t| &t.id == k)) {
+            let e = SuiteError::AnswerForUnknownTask {
+                suite: suite.clone(),
+                path: format!("answers/{set}/{task}.md"),
+                task: task.clone(),
+            };
+            answer_problems
+                .entry(set.clone())
+                .or_insert_with(|| e.to_string());
         }
     }
     Ok(Suite {
@@ -106,6 +107,7 @@ pub fn parse_suite(folder: &str, files: &BTreeMap<String, String>) -> Result<Sui
         criteria: meta.criteria.trim().to_string(),
         tasks,
         answers,
+        answer_problems,
         hash: suite_hash(files, false),
         hash_with_answers: suite_hash(files, true),
         file_digests: file_digests(files),
@@ -131,15 +133,18 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     message
 }
 
-/// Task id → (prompt, check) as found, and answer set → task → text.
+/// Task id → (prompt, check) as found, answer set → task → text, and answer set → why it
+/// cannot be replayed.
 type Entries = (
     BTreeMap<String, (Option<String>, Option<String>)>,
     BTreeMap<String, BTreeMap<String, String>>,
+    BTreeMap<String, String>,
 );
 
 fn collect_entries(suite: &str, files: &BTreeMap<String, String>) -> Result<Entries, SuiteError> {
     let mut tasks: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
     let mut answers: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut problems: BTreeMap<String, String> = BTreeMap::new();
     let unknown = |path: &str| SuiteError::UnknownFile {
         suite: suite.to_string(),
         path: path.to_string(),
@@ -155,18 +160,34 @@ fn collect_entries(suite: &str, files: &BTreeMap<String, String>) -> Result<Entr
                     _ => return Err(unknown(path)),
                 }
             }
-            ["answers", set, file] => {
-                let task = file.strip_suffix(".md").ok_or_else(|| unknown(path))?;
-                answers
+            ["answers", set, file] => match file.strip_suffix(".md") {
+                Some(task) => {
+                    // Editors on Windows save UTF-8 with a byte order mark, which would
+                    // hide a leading code fence and make an empty answer look written.
+                    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+                    answers
+                        .entry((*set).to_string())
+                        .or_default()
+                        .insert(task.to_string(), text.to_string());
+                }
+                None => {
+                    problems
+                        .entry((*set).to_string())
+                        .or_insert_with(|| unknown(path).to_string());
+                }
+            },
+            ["answers", set, _, ..] => {
+                problems
                     .entry((*set).to_string())
-                    .or_default()
-                    .insert(task.to_string(), text.clone());
+                    .or_insert_with(|| unknown(path).to_string());
             }
-            ["tasks" | "answers", ..] => return Err(unknown(path)),
-            _ => {} // top-level docs and scripts are not part of the suite's content
+            ["tasks", ..] => return Err(unknown(path)),
+            // Top-level docs and scripts, and files directly in answers/ (a README), are not
+            // part of the suite's content.
+            _ => {}
         }
     }
-    Ok((tasks, answers))
+    Ok((tasks, answers, problems))
 }
 
 fn validate_tasks(
@@ -462,17 +483,43 @@ mod tests {
         assert!(matches!(refused(&f), SuiteError::UnknownFile { .. }));
     }
 
+    /// A stray file in an answer set marks that set as one that cannot be replayed; the
+    /// suite and its other sets load (a run that never replays the set is not stopped).
     #[test]
-    fn answer_for_unknown_task() {
-        let f = files(&[("answers/reference/zeta.md", "x")]);
-        let e = refused(&f);
-        assert!(matches!(e, SuiteError::AnswerForUnknownTask { ref task, .. } if task == "zeta"));
+    fn stray_answer_files_mark_their_set() {
+        let f = files(&[
+            ("answers/reference/zeta.md", "x"),
+            ("answers/notes/alpha.txt", "x"),
+            ("answers/deep/sub/alpha.md", "x"),
+            ("answers/README.md", "about these sets"),
+            ("answers/good/alpha.md", "x = 1"),
+        ]);
+        let s = parse_suite("demo", &f).expect("loads");
+        assert_eq!(
+            s.answer_problems.keys().collect::<Vec<_>>(),
+            ["deep", "notes", "reference"]
+        );
+        assert!(
+            s.answer_problems["reference"].contains(
+                "`answers/reference/zeta.md` answers task `zeta`, which the suite does not have"
+            ),
+            "{:?}",
+            s.answer_problems
+        );
+        assert!(s.answer_problems["notes"].contains("unexpected file `answers/notes/alpha.txt`"));
+        assert_eq!(s.answers["good"]["alpha"], "x = 1");
     }
 
+    /// A byte order mark (Windows editors save UTF-8 with one) is not part of an answer.
     #[test]
-    fn answer_file_must_be_markdown() {
-        let f = files(&[("answers/reference/alpha.txt", "x")]);
-        assert!(matches!(refused(&f), SuiteError::UnknownFile { .. }));
+    fn an_answers_byte_order_mark_is_dropped() {
+        let f = files(&[
+            ("answers/set/alpha.md", "\u{feff}```python\nx = 1\n```"),
+            ("answers/set/beta.md", "\u{feff} \n"),
+        ]);
+        let s = parse_suite("demo", &f).expect("loads");
+        assert_eq!(s.answers["set"]["alpha"], "```python\nx = 1\n```");
+        assert!(s.answers["set"]["beta"].trim().is_empty());
     }
 
     #[test]

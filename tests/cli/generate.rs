@@ -915,6 +915,73 @@ fn a_run_with_the_old_suite_hash_is_brought_up_to_date() {
     );
 }
 
+/// A stray file in an answer set the run does not replay (the next model's answers being
+/// written, a note, a file saved in another encoding) stops nothing; replaying that set is
+/// refused, naming the file.
+#[test]
+fn a_stray_file_stops_only_the_set_it_is_in() {
+    let p = two_set_run();
+    p.write("suites/demo/answers/next/notes.md", "what these are");
+    std::fs::create_dir_all(p.path().join("suites/demo/answers/latin")).unwrap();
+    std::fs::write(
+        p.path().join("suites/demo/answers/latin/t01.md"),
+        b"caf\xe9 = 1\n",
+    )
+    .unwrap();
+    p.write("suites/demo/answers/README.md", "where the sets came from");
+    for args in [&["generate", "--run", "r"][..], &["check", "--run", "r"]] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    for (set, why) in [
+        (
+            "next",
+            "`answers/next/notes.md` answers task `notes`, which the suite does not have",
+        ),
+        ("latin", "answers/latin/t01.md` is not valid UTF-8"),
+    ] {
+        p.write(
+            "judge.toml",
+            &files_config(&[("a", "a", "f"), ("n", set, "h")]),
+        );
+        let out = p.run(&["generate", "--run", set]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "model `n` replays answer set `{set}`, which cannot be read as one: "
+            )) && text(&out).contains(why),
+            "{}",
+            text(&out)
+        );
+        assert!(!p.path().join("runs").join(set).exists());
+    }
+}
+
+/// An answer file saved with a byte order mark (as Windows editors save UTF-8) replays
+/// without it: its code fence is found, and one holding nothing else is empty.
+#[test]
+fn an_answers_byte_order_mark_is_not_part_of_it() {
+    let p = two_set_run();
+    p.write(
+        "suites/demo/answers/a/t01.md",
+        "\u{feff}```python\nx = 1\n```\n",
+    );
+    p.write("suites/demo/answers/a/t02.md", "\u{feff}\n");
+    let out = p.run(&["generate", "--run", "bom"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let outputs = p.jsonl("runs/bom/outputs.jsonl");
+    let of = |task: &str| {
+        outputs
+            .iter()
+            .find(|o| o["model"] == "a" && o["task"] == task)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(of("t01")["text"], "```python\nx = 1\n```\n");
+    assert_eq!(of("t02")["status"], "failed");
+    assert_eq!(of("t02")["error"]["class"], "empty_output");
+}
+
 /// Answer sets are model outputs, not part of the suite: adding one (and its model) to a run
 /// that has begun is adding a model, which resumes; editing tasks is a new suite.
 #[test]
