@@ -75,13 +75,18 @@ pub enum BattlesError {
     Line { line: usize, message: String },
     /// judge's own comparisons of several judges: ranking them together pools their verdicts.
     #[error(
-        "the file holds judge's comparisons by several judges ({}); ranked together their verdicts would be pooled: rank one judge with `judge rank --run RUN --judge ID`, or keep one judge's lines",
-        .0.iter().map(|j| crate::report::printable(j)).collect::<Vec<_>>().join(", ")
+        "the file holds judge's comparisons by several judges ({}{}); ranked together their verdicts would be pooled: rank one judge with `judge rank --run RUN --judge ID`, or keep one judge's lines. (Rows with a `task` are read as judge's own comparisons, whose `judge` names the judge: a file from elsewhere should name its question `question_id`.)",
+        .0.iter().take(SHOWN_JUDGES).map(|j| crate::report::printable(j)).collect::<Vec<_>>().join(", "),
+        if .0.len() > SHOWN_JUDGES { ", and more" } else { "" }
     )]
     SeveralJudges(Vec<String>),
     #[error("read error: {0}")]
     Io(#[from] std::io::Error),
 }
+
+/// The judges a [`BattlesError::SeveralJudges`] names (a block notes a few more, so that the
+/// message can say when there are more than it shows).
+const SHOWN_JUDGES: usize = 8;
 
 /// Zero-copy form of a row (fails on escaped strings, then [`OwnedRow`] is tried).
 #[derive(Deserialize)]
@@ -165,6 +170,17 @@ impl Flips {
     /// The order-flip rate, `None` when nothing was judged.
     pub fn rate(self) -> Option<f64> {
         (self.judged > 0).then(|| self.flipped as f64 / self.judged as f64)
+    }
+}
+
+/// Why a row that does not parse may not be JSON at all: Python's `json.dumps` writes `NaN`
+/// and `Infinity` for float fields (a timestamp, a score), which JSON does not have.
+fn not_json_hint(line: &[u8]) -> &'static str {
+    let holds = |word: &[u8]| line.windows(word.len()).any(|w| w == word);
+    if holds(b"NaN") || holds(b"Infinity") {
+        " (NaN and Infinity, as Python's json.dumps writes them, are not JSON: write null, or dump with allow_nan=False)"
+    } else {
+        ""
     }
 }
 
@@ -270,7 +286,9 @@ struct Chunk {
 impl Chunk {
     /// Notes the `judge` of a row in judge's own format.
     fn note_judge(&mut self, judge: &[u8]) {
-        if self.own_judges.len() < 8 && !self.own_judges.iter().any(|j| j.as_bytes() == judge) {
+        if self.own_judges.len() <= SHOWN_JUDGES
+            && !self.own_judges.iter().any(|j| j.as_bytes() == judge)
+        {
             self.own_judges
                 .push(String::from_utf8_lossy(judge).into_owned());
         }
@@ -473,7 +491,8 @@ fn parse_block(block: &[u8], unit: BootstrapUnit) -> Chunk {
                     add_owned(&mut chunk, &mut owned_models, &mut tasks, &r, unit)
                 }
                 Err(e) => Err(format!(
-                    "not a battle row ({e}); expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}"
+                    "not a battle row ({e}){}; expected {{\"model_a\", \"model_b\", \"winner\", \"question_id\"?}}",
+                    not_json_hint(line)
                 )),
             },
         };
@@ -556,7 +575,7 @@ fn check_row(
     winner: &[u8],
     a: &[u8],
     b: &[u8],
-    has_question: bool,
+    question: Option<&[u8]>,
     unit: BootstrapUnit,
 ) -> Result<RowOutcome, String> {
     let outcome = outcome_of(winner)?;
@@ -564,13 +583,28 @@ fn check_row(
         return Err("a model name is empty".into());
     }
     if a == b {
-        return Err(format!("model `{}` is compared with itself", quoted(a)));
+        return Err(format!(
+            "model `{}` is compared with itself; drop the row",
+            quoted(a)
+        ));
     }
-    if !has_question && unit == BootstrapUnit::Task {
-        return Err(
-            "no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)"
-                .into(),
-        );
+    if unit == BootstrapUnit::Task {
+        match question {
+            None => {
+                return Err(
+                    "no question_id, which the task bootstrap needs (or use --bootstrap-unit comparison)"
+                        .into(),
+                );
+            }
+            // Blank ids of unrelated questions would be resampled as one task.
+            Some(q) if q.trim_ascii().is_empty() => {
+                return Err(
+                    "the question_id is empty, which would make every battle with an empty one a single task; give each question its id (or use --bootstrap-unit comparison)"
+                        .into(),
+                );
+            }
+            Some(_) => {}
+        }
     }
     Ok(outcome)
 }
@@ -582,7 +616,7 @@ fn add_row<'a>(
     (model_a, model_b, winner, question): Fields<'a>,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
-    let outcome = check_row(winner, model_a, model_b, question.is_some(), unit)?;
+    let outcome = check_row(winner, model_a, model_b, question, unit)?;
     let a = intern(models, &mut chunk.models, model_a)?;
     let b = intern(models, &mut chunk.models, model_b)?;
     let task = match question {
@@ -605,11 +639,16 @@ fn add_owned(
     r: &OwnedRow,
     unit: BootstrapUnit,
 ) -> Result<(), String> {
+    let question = r
+        .question_id
+        .as_ref()
+        .or(r.task.as_ref())
+        .map(QuestionId::text);
     let outcome = check_row(
         r.winner.as_bytes(),
         r.model_a.as_bytes(),
         r.model_b.as_bytes(),
-        r.question_id.is_some() || r.task.is_some(),
+        question.as_deref().map(str::as_bytes),
         unit,
     )?;
     let a = intern_owned(models, &mut chunk.models, &r.model_a);

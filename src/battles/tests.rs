@@ -547,6 +547,64 @@ fn several_judges_in_judges_own_format_are_refused() {
         .map(|k| format!("{{\"question_id\":\"q{k}\",\"judge\":\"arena_user_{k}\",\"model_a\":\"x\",\"model_b\":\"y\",\"winner\":\"tie\"}}\n"))
         .collect();
     parse(&arena, BootstrapUnit::Task).expect("voters are not judges");
+    // Many judges: the message shows a few and says there are more, and says what makes a
+    // row judge's own.
+    let many: String = (0..30).map(|k| row(&format!("user{k}"), false)).collect();
+    let e = parse(&many, BootstrapUnit::Comparison)
+        .expect_err("several")
+        .to_string();
+    assert!(
+        e.contains("user7, and more); ") && !e.contains("user8,"),
+        "{e}"
+    );
+    assert!(e.contains("should name its question `question_id`"), "{e}");
+}
+
+/// A row Python's json.dumps wrote with a NaN in some float field says why it is not JSON.
+#[test]
+fn a_nan_in_a_row_is_named() {
+    let text = r#"{"model_a":"x","model_b":"y","winner":"tie","tstamp":NaN}"#;
+    let e = parse(text, BootstrapUnit::Comparison)
+        .expect_err("not JSON")
+        .to_string();
+    assert!(
+        e.contains("NaN and Infinity, as Python's json.dumps writes them, are not JSON"),
+        "{e}"
+    );
+    let text = r#"{"model_a":"x","model_b":"y","winner":"tie","tstamp":}"#;
+    let e = parse(text, BootstrapUnit::Comparison)
+        .expect_err("not JSON")
+        .to_string();
+    assert!(!e.contains("NaN"), "{e}");
+}
+
+/// An empty `question_id` is no question: the task unit refuses it (blank ids of unrelated
+/// questions would be one task); the comparison unit does not read it.
+#[test]
+fn an_empty_question_id_is_refused_by_the_task_unit() {
+    for (fast, line) in [
+        (
+            true,
+            r#"{"question_id":"","model_a":"x","model_b":"y","winner":"tie"}"#,
+        ),
+        (
+            false,
+            r#"{"question_id":" ","model_a":"x","model_b":"y","winner":"tie"}"#,
+        ),
+    ] {
+        let text = format!(
+            "{}\n{line}\n",
+            r#"{"question_id":"q","model_a":"x","model_b":"y","winner":"tie"}"#
+        );
+        let e = parse(&text, BootstrapUnit::Task)
+            .expect_err(line)
+            .to_string();
+        assert!(
+            e.starts_with("line 2: the question_id is empty"),
+            "fast path {fast}: {e}"
+        );
+        parse(&text, BootstrapUnit::Comparison).expect("no task needed");
+    }
 }
 
 #[test]

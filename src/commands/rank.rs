@@ -713,6 +713,13 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         )
         .into());
     }
+    if !stdin && path.is_dir() {
+        return Err(JudgeError::usage(format!(
+            "comparisons file `{}` is a folder; give a battles file (a run's is `runs/<run>/comparisons.jsonl`, or rank the run with --run)",
+            path.display()
+        ))
+        .into());
+    }
     let mut file: Box<dyn Read + Send> = if stdin {
         Box::new(std::io::stdin())
     } else {
@@ -787,14 +794,16 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         bootstrap_unit: args.bootstrap_unit.into(),
         prior: args.prior,
     };
+    let warnings = flip_warning(header.order_flip_rate)
+        .into_iter()
+        .chain(repeat_warning(flips.repeated))
+        .chain(spaced_names_warning(&models))
+        .collect();
     Ok(RankInput {
         costs: vec![(None, false); models.len()],
         models,
         rows,
-        warnings: flip_warning(header.order_flip_rate)
-            .into_iter()
-            .chain(repeat_warning(flips.repeated))
-            .collect(),
+        warnings,
         header,
         unrated_hint: String::new(),
     })
@@ -828,6 +837,30 @@ fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str, models: &str
 }
 
 /// The warning for an order-flip rate above [`MUCH_FLIPPING`].
+/// Model names of a battles file that differ only by surrounding whitespace (`gpt-4o ` and
+/// `gpt-4o`): ranked as two models, which is seldom what was meant.
+fn spaced_names_warning(models: &[String]) -> Option<String> {
+    let mut by_trimmed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for m in models {
+        by_trimmed.entry(m.trim()).or_default().push(m);
+    }
+    let groups: Vec<String> = by_trimmed
+        .values()
+        .filter(|names| names.len() > 1)
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| format!("`{}`", crate::report::printable(n)))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        })
+        .collect();
+    (!groups.is_empty()).then(|| format!(
+        "model names that differ only by surrounding spaces are ranked as different models: {}; if each is one model, fix the names in the file",
+        groups.join("; ")
+    ))
+}
+
 /// A file of judge's own comparisons in which a task's pair of models comes more than once:
 /// a run holds one comparison of each, so the file pools several runs (perhaps under other
 /// prompts or criteria), and each repeated question counts as more evidence than it is.

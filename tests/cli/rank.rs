@@ -261,6 +261,15 @@ fn bad_inputs_are_clear_usage_errors() {
         "clap usage error: {}",
         text(&out)
     );
+    // A folder given for the file is a usage error too, not a read error (exit 1).
+    std::fs::create_dir(p.path().join("battles")).unwrap();
+    let out = p.run(&["rank", "--comparisons", "battles"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("comparisons file `battles` is a folder; give a battles file"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -1266,4 +1275,31 @@ fn a_table_leaderboard_carries_its_warnings() {
     let out = rank(&["--format", "csv"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
     assert!(String::from_utf8_lossy(&out.stderr).contains(warning));
+}
+
+/// Names that differ only by surrounding spaces are two models, which a warning says.
+#[test]
+fn names_differing_by_spaces_are_warned_of() {
+    let p = Project::empty();
+    let rows: String = ["y", "y ", "y", "x"]
+        .iter()
+        .map(|b| format!("{{\"model_a\":\"x\",\"model_b\":\"{b}\",\"winner\":\"model_a\"}}\n"))
+        .collect::<String>()
+        .replace(
+            "\"model_a\":\"x\",\"model_b\":\"x\"",
+            "\"model_a\":\"z\",\"model_b\":\"x\"",
+        );
+    p.write("spaced.jsonl", &rows);
+    let out = p.run(&["rank", "--comparisons", "spaced.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(
+            "warning: model names that differ only by surrounding spaces are ranked as different models: `y` and `y `;"
+        ),
+        "{}",
+        text(&out)
+    );
+    p.write("plain.jsonl", &rows.replace("y \"", "y\""));
+    let out = p.run(&["rank", "--comparisons", "plain.jsonl"]);
+    assert!(!text(&out).contains("surrounding spaces"), "{}", text(&out));
 }
