@@ -671,13 +671,10 @@ fn refresh_on_a_finished_run_says_what_it_does() {
 fn suite_error_exits_2() {
     let server = FakeServer::start(echo);
     let p = Project::with_suite(1, &config(&server.url, ""));
-    p.write(
-        "suites/demo/answers/ref/t99.md",
-        "answer to a task that does not exist",
-    );
+    p.write("suites/demo/tasks/t01/notes.txt", "a stray file in a task");
     let out = p.run(&["generate", "--run", "r"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("answers/ref/t99.md"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected file `tasks/t01/notes.txt`"));
 }
 
 #[test]
