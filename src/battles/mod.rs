@@ -176,7 +176,19 @@ impl Flips {
 /// Why a row that does not parse may not be JSON at all: Python's `json.dumps` writes `NaN`
 /// and `Infinity` for float fields (a timestamp, a score), which JSON does not have.
 fn not_json_hint(line: &[u8]) -> &'static str {
-    let holds = |word: &[u8]| line.windows(word.len()).any(|w| w == word);
+    // Only outside strings: `Infinity-Instruct-7B` is a model's name.
+    let (mut in_string, mut escaped, mut bare) = (false, false, Vec::new());
+    for &b in line {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b) => bare.push(b),
+        }
+    }
+    let holds = |word: &[u8]| bare.windows(word.len()).any(|w| w == word);
     if holds(b"NaN") || holds(b"Infinity") {
         " (NaN and Infinity, as Python's json.dumps writes them, are not JSON: write null, or dump with allow_nan=False)"
     } else {

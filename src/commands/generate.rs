@@ -19,7 +19,6 @@ use crate::error::{JudgeError, Outcome};
 use crate::provider::http::HttpProvider;
 use crate::provider::{ChatRequest, Message, Usage, files, to_wire};
 use crate::records::{OutputRecord, RecordedError, Replaced, Status};
-use crate::report::format_usd;
 use crate::report::progress::Progress;
 use crate::report::summary::GenerationTally;
 use crate::suite::{Suite, Task, load_suite};
@@ -61,7 +60,23 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let config = load_config(&cli.config)?;
     let suite = load_suite(&config.suites_dir(), &config.run.suite)?;
     let mut models = select_models(&config, &args.models)?;
-    refuse_missing_answer_sets(&config, &suite, &models)?;
+    // An answer set that cannot be read is refused only where something is left to replay
+    // from it: a stray file must not stop resuming a run whose set answered every task.
+    let replays = |m: &ModelConfig| -> anyhow::Result<bool> {
+        let outputs = args
+            .run
+            .as_ref()
+            .map(|r| config.runs_dir().join(r).join(OUTPUTS_FILE))
+            .filter(|p| p.is_file());
+        let Some(outputs) = outputs else {
+            return Ok(true);
+        };
+        // Not locked yet: read as it is, repaired by nothing (a writer may be appending).
+        let keys: Vec<OutputKey> = crate::engine::run_dir::read_jsonl_skipping_torn(&outputs)?;
+        let one = std::slice::from_ref(m);
+        Ok(!pending_items(&suite, one, &keys, args.retry_failed).is_empty())
+    };
+    refuse_missing_answer_sets(&config, &suite, &models, replays)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     let now = UtcDateTime::from_system(SystemTime::now());
     let run_name = match &args.run {
@@ -255,7 +270,12 @@ fn warn_edited_answers(
             return;
         };
         let now = suite.answers.get(*set).and_then(|a| a.get(&r.task));
-        if r.status == Status::Ok && now.is_some_and(|text| Some(text) != r.text.as_ref()) {
+        // A run recorded before answers lost their byte order mark kept it: not an edit.
+        let recorded = r
+            .text
+            .as_deref()
+            .map(|t| t.strip_prefix('\u{feff}').unwrap_or(t));
+        if r.status == Status::Ok && now.is_some_and(|text| Some(text.as_str()) != recorded) {
             edited.entry(id).or_default().push(r.task);
         }
     })?;
@@ -284,16 +304,21 @@ fn refuse_missing_answer_sets(
     config: &Config,
     suite: &crate::suite::Suite,
     models: &[ModelConfig],
-) -> Result<(), JudgeError> {
+    replays: impl Fn(&ModelConfig) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
     for m in models {
         if config.provider_of(m).kind != crate::config::ProviderKind::Files {
             continue;
         }
         if let Some(why) = suite.answer_problems.get(&m.model) {
+            if !replays(m)? {
+                continue;
+            }
             return Err(JudgeError::usage(format!(
                 "model `{}` replays answer set `{}`, which cannot be read as one: {why}",
                 m.id, m.model
-            )));
+            ))
+            .into());
         }
         if suite.answers.contains_key(&m.model) {
             continue;
@@ -315,7 +340,8 @@ fn refuse_missing_answer_sets(
                 m.id,
                 m.model,
                 folder.display()
-            )));
+            ))
+            .into());
         }
         let sets: Vec<&str> = suite.answers.keys().map(String::as_str).collect();
         return Err(JudgeError::usage(format!(
@@ -330,7 +356,8 @@ fn refuse_missing_answer_sets(
                 sets.join(", ")
             },
             config.path.display()
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
@@ -463,17 +490,8 @@ fn finish(
             .values()
             .map(HttpProvider::requests_sent)
             .sum::<u64>(),
-        match invocation.uncosted {
-            0 => format_usd(invocation.spent_usd),
-            // Nothing known: never "$0.00" (hand-written answers, unpriced models).
-            n if invocation.spent_usd == 0.0 => {
-                format!("an unknown amount ({n} item(s) unpriced or without usage)")
-            }
-            n => format!(
-                "{} (+ {n} item(s) unpriced or without usage)",
-                format_usd(invocation.spent_usd)
-            ),
-        }
+        // Hand-written answers and unpriced models are unknown, never "$0.00".
+        crate::report::spent_phrase(invocation.spent_usd, invocation.uncosted, "item")
     );
     match stop_reason {
         // A run this invocation named itself is resumed by naming it.

@@ -836,7 +836,6 @@ fn unrated_hint(mine: &[&ComparisonRecord], run: &str, judge: &str, models: &str
     hint
 }
 
-/// The warning for an order-flip rate above [`MUCH_FLIPPING`].
 /// Model names of a battles file that differ only by surrounding whitespace (`gpt-4o ` and
 /// `gpt-4o`): ranked as two models, which is seldom what was meant.
 fn spaced_names_warning(models: &[String]) -> Option<String> {
@@ -870,6 +869,7 @@ fn repeat_warning(repeated: u64) -> Option<String> {
     ))
 }
 
+/// The warning for an order-flip rate above [`MUCH_FLIPPING`].
 fn flip_warning(rate: Option<f64>) -> Option<String> {
     let rate = rate.filter(|&r| r > MUCH_FLIPPING)?;
     Some(format!(

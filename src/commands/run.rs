@@ -86,6 +86,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         .into());
     }
     compare::refuse_own_family(&config, &resolved, &ranked)?;
+    compare::warn_shared_makers(&resolved, &ranked);
     // Every key the run will need, the models' and the judges', before anything is sent.
     let mut users = compare::llm_judges(&resolved);
     users.extend(

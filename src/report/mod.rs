@@ -9,6 +9,30 @@ pub mod summary;
 
 /// Formats a dollar amount: `$0.0123`, `$12.35`, and a known cost below $0.0001 with two
 /// significant digits (`$0.000027`), so that it never reads as `$0.0000`.
+/// What an invocation spent, `known` dollars plus `unknown` items whose cost is unknown
+/// (an unpriced model or judge, a reply without usage), each a `noun`: never "$0.00" when
+/// nothing is known.
+pub fn spent_phrase(known: f64, unknown: usize, noun: &str) -> String {
+    match unknown {
+        0 => format_usd(known),
+        n if known == 0.0 => format!("an unknown amount ({n} {noun}(s) unpriced or without usage)"),
+        n => format!(
+            "{} (+ {n} {noun}(s) unpriced or without usage)",
+            format_usd(known)
+        ),
+    }
+}
+
+/// A priced total of which `unknown` items' costs are unknown (failures or replies without
+/// usage): `$X + N unknown`, or `n/a (N unknown)` when nothing is known (never `$0.00`).
+pub fn cost_with_unknown(known: f64, unknown: usize) -> String {
+    match unknown {
+        0 => format_usd(known),
+        n if known == 0.0 => format!("n/a ({n} unknown)"),
+        n => format!("{} + {n} unknown", format_usd(known)),
+    }
+}
+
 pub fn format_usd(x: f64) -> String {
     let x = x + 0.0; // turns -0.0 (the sum of nothing) into 0.0
     if x == 0.0 || x.abs() >= 1.0 {

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use super::format_usd;
 use crate::config::ModelConfig;
 use crate::judging::flip_rate;
 use crate::records::{
@@ -138,9 +137,8 @@ fn render_generation(rows: &BTreeMap<String, Row>, models: &[ModelConfig]) -> St
             tokens(r.output_tokens, r),
             match (priced, r.uncosted) {
                 (false, _) => "unpriced".into(),
-                (true, 0) => format_usd(r.cost_usd),
                 // Never shown as free: the replies without usage are counted apart.
-                (true, n) => format!("{} + {n} unknown", format_usd(r.cost_usd)),
+                (true, n) => crate::report::cost_with_unknown(r.cost_usd, n as usize),
             },
         ]);
     }
@@ -243,9 +241,8 @@ pub fn compare_summary(
             match (calls_made, priced.contains(judge), unknown) {
                 (false, _, _) => "-".into(),
                 (true, false, _) => "unpriced".into(),
-                (true, true, 0) => format_usd(known),
                 // Never shown as free: calls without usage (failed ones, say) are counted apart.
-                (true, true, n) => format!("{} + {n} unknown", format_usd(known)),
+                (true, true, n) => crate::report::cost_with_unknown(known, n),
             },
         ]);
     }
@@ -600,7 +597,7 @@ mod tests {
         records.iter().for_each(|r| tally.add(r));
         let s = tally.render(&[model("a", true), model("b", true)]);
         assert!(
-            s.lines().nth(1).unwrap().ends_with("$0.00 + 2 unknown"),
+            s.lines().nth(1).unwrap().ends_with("n/a (2 unknown)"),
             "{s}"
         );
         assert!(s.lines().nth(2).unwrap().ends_with("$0.2500"), "{s}");

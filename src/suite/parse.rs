@@ -43,6 +43,10 @@ pub enum SuiteError {
     )]
     UnknownFile { suite: String, path: String },
     #[error(
+        "suite `{suite}`: unexpected file `{path}` (an answer set holds only <task>.md files, one per task)"
+    )]
+    UnknownAnswerFile { suite: String, path: String },
+    #[error(
         "suite `{suite}`: `{path}` answers task `{task}`, which the suite does not have; rename or remove it"
     )]
     AnswerForUnknownTask {
@@ -149,6 +153,10 @@ fn collect_entries(suite: &str, files: &BTreeMap<String, String>) -> Result<Entr
         suite: suite.to_string(),
         path: path.to_string(),
     };
+    let unknown_answer = |path: &str| SuiteError::UnknownAnswerFile {
+        suite: suite.to_string(),
+        path: path.to_string(),
+    };
     for (path, text) in files {
         let parts: Vec<&str> = path.split('/').collect();
         match parts.as_slice() {
@@ -173,13 +181,13 @@ fn collect_entries(suite: &str, files: &BTreeMap<String, String>) -> Result<Entr
                 None => {
                     problems
                         .entry((*set).to_string())
-                        .or_insert_with(|| unknown(path).to_string());
+                        .or_insert_with(|| unknown_answer(path).to_string());
                 }
             },
             ["answers", set, _, ..] => {
                 problems
                     .entry((*set).to_string())
-                    .or_insert_with(|| unknown(path).to_string());
+                    .or_insert_with(|| unknown_answer(path).to_string());
             }
             ["tasks", ..] => return Err(unknown(path)),
             // Top-level docs and scripts, and files directly in answers/ (a README), are not

@@ -263,6 +263,25 @@ fn a_retry_without_usage_makes_the_judgments_cost_unknown() {
     assert_eq!(retried.len(), 1);
     assert!(retried[0]["usage"].is_null(), "{}", retried[0]);
     assert!(retried[0]["cost_usd"].is_null(), "{}", retried[0]);
+    // The invocation's spend: the first call said its tokens (150 at $1 per million), no
+    // other did.
+    assert!(
+        text(&out).contains(
+            "this invocation: 6 judgments, 0 from cache, $0.0001 (+ 6 judgment(s) unpriced or without usage) spent"
+        ),
+        "{}",
+        text(&out)
+    );
+    // Judged again from the cache, in a run of its own: nothing spent.
+    let out = p.run(&["generate", "--run", "again"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "again", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("this invocation: 6 judgments, 6 from cache, $0.00 spent"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -723,14 +742,16 @@ fn judges_tried_one_at_a_time_are_compared_with_each_other() {
             && !stderr.contains("judges judge-1 vs judge-2"),
         "{stderr}"
     );
-    assert_eq!(
-        agreement(),
-        [
-            "\"judge-1\" \"judge-2\" 3",
-            "\"judge-1\" \"judge-3\" 3",
-            "\"judge-2\" \"judge-3\" 3"
-        ]
-    );
+    let all = [
+        "\"judge-1\" \"judge-2\" 3",
+        "\"judge-1\" \"judge-3\" 3",
+        "\"judge-2\" \"judge-3\" 3",
+    ];
+    assert_eq!(agreement(), all);
+    // A judge run again leaves every pair in its order.
+    let out = p.run(&["compare", "--run", "r", "--judge", "judge-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(agreement(), all);
 }
 
 #[test]
@@ -1952,4 +1973,69 @@ fn retries_of_server_errors_count_toward_a_broken_judge() {
         text(&out)
     );
     assert_eq!(server.count(), 16 + 20, "ten calls, two requests each");
+}
+
+/// `judge run` with a judge and a model whose router names share a maker prefix warns before
+/// it generates anything (the advice, to set the families, needs a new run), and once.
+#[test]
+fn run_warns_of_a_shared_maker_prefix_before_generating_once() {
+    let server = FakeServer::start(|req, _| {
+        if req.user_text().contains("<<<ANSWER_1 ") {
+            reply("VERDICT: TIE")
+        } else {
+            Reply::ok("an answer")
+        }
+    });
+    let config = format!(
+        r#"
+[run]
+suite = "demo"
+
+[providers.together]
+kind = "openai"
+base_url = "{url}"
+api_key_env = ""
+
+[providers.router]
+kind = "openai"
+base_url = "{url}/router"
+api_key_env = ""
+
+[[models]]
+id = "small"
+provider = "together"
+model = "meta-llama/llama-3-8b"
+family = "together"
+
+[[models]]
+id = "other"
+provider = "together"
+model = "qwen/qwen2-7b"
+family = "together-two"
+
+[[judges]]
+id = "big"
+provider = "router"
+model = "meta-llama/llama-3-70b"
+family = "router"
+"#,
+        url = server.url
+    );
+    let p = Project::with_suite(2, &config);
+    let out = p.run(&[
+        "run",
+        "--run",
+        "r",
+        "--allow-few-resamples",
+        "--resamples",
+        "10",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warning = "have names starting with the same maker `meta-llama/`";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(
+        stderr.find(warning).unwrap() < stderr.find("outputs (0 failed)").unwrap(),
+        "{stderr}"
+    );
 }

@@ -952,6 +952,24 @@ fn a_stray_file_stops_only_the_set_it_is_in() {
         );
         assert!(!p.path().join("runs").join(set).exists());
     }
+    // In a set the run replays: a run that has all its answers resumes; a new run, which
+    // would replay the set, is refused.
+    p.write(
+        "judge.toml",
+        &files_config(&[("a", "a", "f"), ("b", "b", "g")]),
+    );
+    p.write("suites/demo/answers/a/notes.txt", "a note");
+    let out = p.run(&["generate", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p.run(&["generate", "--run", "fresh"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "unexpected file `answers/a/notes.txt` (an answer set holds only <task>.md files"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 /// An answer file saved with a byte order mark (as Windows editors save UTF-8) replays
@@ -977,6 +995,14 @@ fn an_answers_byte_order_mark_is_not_part_of_it() {
     assert_eq!(of("t01")["text"], "```python\nx = 1\n```\n");
     assert_eq!(of("t02")["status"], "failed");
     assert_eq!(of("t02")["error"]["class"], "empty_output");
+    // A run an earlier version recorded with the mark: resuming it sees no edit.
+    let outputs = p
+        .read("runs/bom/outputs.jsonl")
+        .replace("\"text\":\"```python", "\"text\":\"\\ufeff```python");
+    assert!(outputs.contains("\\ufeff"), "{outputs}");
+    p.write("runs/bom/outputs.jsonl", &outputs);
+    let out = p.run(&["generate", "--run", "bom"]);
+    assert!(!text(&out).contains("changed since"), "{}", text(&out));
 }
 
 /// Answer sets are model outputs, not part of the suite: adding one (and its model) to a run

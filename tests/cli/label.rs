@@ -672,7 +672,9 @@ fn labels_of_a_replaced_sample_are_refused_with_file_and_line() {
     }
 }
 
-/// A sheet exported before the sample was replaced is refused row by row on import.
+/// A sheet whose `standard` is not the run's (exported from another run of the same tasks
+/// and answers under other criteria) is refused row by row; one a spreadsheet saved with
+/// CRLF imports.
 #[test]
 fn import_refuses_a_sheet_under_another_standard() {
     let server = FakeServer::start(judge);
@@ -715,6 +717,7 @@ fn import_refuses_a_sheet_under_another_standard() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A sheet exported before the sample was replaced is refused row by row on import.
 #[test]
 fn import_refuses_a_sheet_of_a_replaced_sample() {
     let server = FakeServer::start(judge);

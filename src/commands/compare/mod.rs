@@ -49,7 +49,7 @@ pub(crate) use exec::{
 };
 pub(crate) use settings::{
     judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
-    resolve_judges, shared_maker_warnings,
+    resolve_judges, warn_shared_makers,
 };
 use settings::{keep_recorded_judge_prices, missing_comparisons, record_compare_section};
 
@@ -320,9 +320,7 @@ fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result
         .into());
     }
     refuse_own_family(&config, &judges, &models)?;
-    for w in shared_maker_warnings(&judges, &models) {
-        eprintln!("warning: {w}");
-    }
+    warn_shared_makers(&judges, &models);
     if exec && let Some(note) = exec_coverage_note(&suite) {
         eprintln!("warning: {note}");
     }
@@ -347,6 +345,21 @@ fn finish(
     new_records: Vec<JudgmentRecord>,
 ) -> anyhow::Result<Outcome> {
     let new_calls = crate::report::summary::NewCalls::of(&new_records);
+    // What this invocation spent: the summary table's costs are the whole run's.
+    let priced: BTreeSet<&str> = llm_judges(&ctx.judges)
+        .into_iter()
+        .filter(|m| m.price_input_per_mtok.is_some())
+        .map(|m| m.id.as_str())
+        .collect();
+    let spent_now: f64 = new_records.iter().map(|r| r.spent_usd).sum();
+    let uncosted_now = new_records
+        .iter()
+        .filter(|r| !r.from_cache && (r.usage.is_none() || !priced.contains(r.judge.as_str())))
+        .count();
+    let (judged_now, cached_now) = (
+        new_records.len(),
+        new_records.iter().filter(|r| r.from_cache).count(),
+    );
     // Moved, not copied: a large run's judgments are held once.
     let mut latest: BTreeMap<(String, String, String, String), JudgmentRecord> = BTreeMap::new();
     for r in existing.into_iter().chain(new_records) {
@@ -371,13 +384,13 @@ fn finish(
     let missing = missing_comparisons(&ctx.suite, &ctx.judges, models, &comparisons);
 
     // Every pair of the run's judges, those of earlier invocations too (judges are often
-    // tried one at a time), in the order they joined.
-    let mut run_judges: Vec<&str> = Vec::new();
-    for c in &comparisons {
-        if !run_judges.contains(&c.judge.as_str()) {
-            run_judges.push(&c.judge);
-        }
-    }
+    // tried one at a time), by id: a pair keeps its order whichever judge is run again.
+    let run_judges: Vec<&str> = comparisons
+        .iter()
+        .map(|c| c.judge.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut agreements = Vec::new();
     for (i, j1) in run_judges.iter().enumerate() {
         for j2 in &run_judges[i + 1..] {
@@ -511,10 +524,11 @@ fn finish(
         );
     }
     eprintln!(
-        "run `{}`: {} comparisons of every judge so far in {}",
+        "run `{}`: {} comparisons of every judge so far in {}; this invocation: {judged_now} judgments, {cached_now} from cache, {} spent",
         run_dir.name(),
         comparisons.len(),
-        run_dir.file(COMPARISONS_FILE).display()
+        run_dir.file(COMPARISONS_FILE).display(),
+        crate::report::spent_phrase(spent_now, uncosted_now, "judgment")
     );
     // A check that ended in `error` makes the exec judge's comparison failed.
     let failed = ours
@@ -744,7 +758,7 @@ family = "openrouter"
         let config = crate::config::parse_config("judge.toml", text).expect("valid config");
         assert_eq!(refusal(&config), None);
         let judges = resolve_judges(&config, &[]).unwrap();
-        let warnings = shared_maker_warnings(&judges, &config.models);
+        let warnings = settings::shared_maker_warnings(&judges, &config.models);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].starts_with(

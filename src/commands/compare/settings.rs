@@ -477,6 +477,21 @@ pub(crate) fn shared_maker_warnings(judges: &[Judge], models: &[ModelConfig]) ->
     warnings
 }
 
+/// Prints [`shared_maker_warnings`] to stderr, each once per process: `judge run` warns before
+/// it generates anything (the advice is to change the config, which a begun run cannot), and
+/// its compare does not repeat it.
+pub(crate) fn warn_shared_makers(judges: &[Judge], models: &[ModelConfig]) {
+    static PRINTED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut printed = PRINTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for w in shared_maker_warnings(judges, models) {
+        if printed.insert(w.clone()) {
+            eprintln!("warning: {w}");
+        }
+    }
+}
+
 /// The judges named by `wanted` (or the configured ones, else `exec`).
 pub(crate) fn resolve_judges(config: &Config, wanted: &[String]) -> anyhow::Result<Vec<Judge>> {
     let ids: Vec<String> = if !wanted.is_empty() {
