@@ -225,6 +225,12 @@ pub struct CompareArgs {
     /// Stop starting calls after this long (e.g. 90s, 30m, 2h, 1h30m); see `judge generate --help`.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
+
+    /// Make no call and write nothing: print, per judge, the calls still to make, how many the
+    /// cache answers, and for the others an estimate of input tokens, the most output tokens
+    /// and what they could cost at the judge's price.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `judge check`.

@@ -169,6 +169,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             refresh: false,
             retry_failed: args.retry_failed,
             deadline: None,
+            dry_run: false,
         },
     )
     .map_err(resumable)?;

@@ -74,6 +74,19 @@ pub fn cache_key_of(
         .to_string()
 }
 
+/// Whether `cache` holds a usable reply to `request` sent through `provider` as attempt
+/// `attempt` (what `judge compare --dry-run` counts as answered by the cache).
+pub fn is_cached(
+    cache: &Cache,
+    provider: &crate::config::ProviderConfig,
+    request: &WireRequest,
+    attempt: u32,
+) -> bool {
+    cache
+        .get(&cache_key(&canonical_of(provider, request, attempt)))
+        .is_some()
+}
+
 /// The canonical request the cache keys `request` sent through `provider` by.
 fn canonical_of(
     provider: &crate::config::ProviderConfig,

@@ -2039,3 +2039,58 @@ family = "router"
         "{stderr}"
     );
 }
+
+/// `--dry-run` makes no call and writes nothing, and says how many calls the compare would
+/// make, how many the cache answers, and what the others could cost.
+#[test]
+fn a_dry_run_counts_the_calls_and_their_cost_without_making_them() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let manifest = p.read("runs/r/manifest.json");
+    let out = p.run(&["compare", "--run", "r", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let plan = String::from_utf8_lossy(&out.stdout);
+    let head =
+        "judge `judge-1`: 6 call(s) to make, 0 answered by the cache; 6 request(s) of about ";
+    assert!(plan.starts_with(head), "{plan}");
+    // The bound is the estimated input and the capped output at $1 per million each.
+    let input: u64 = plan[head.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(input > 6 * 100, "the prompts' characters / 4: {plan}");
+    let bound = format!("${:.4}", (input + 6144) as f64 / 1e6);
+    assert!(
+        plan.contains(&format!(
+            "at most 6144 output tokens (1024 each, judge_max_tokens): at most about {bound} at $1/$1 per million input/output tokens"
+        )) && plan.contains(&format!(
+            "run `r`: 6 call(s) to make in all, at most about {bound}."
+        )),
+        "{plan}"
+    );
+    assert_eq!(server.count(), 0);
+    assert_eq!(p.read("runs/r/manifest.json"), manifest);
+    assert!(!p.path().join("runs/r/judgments.jsonl").exists());
+    assert!(!p.path().join("runs/r/prompts").exists());
+    // Judged, then a run of the same outputs: the cache answers every call.
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    assert_eq!(p.run(&["generate", "--run", "r2"]).status.code(), Some(0));
+    let out = p.run(&["compare", "--run", "r2", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(
+            "judge `judge-1`: 6 call(s) to make, 6 answered by the cache; 0 request(s)"
+        ),
+        "{}",
+        text(&out)
+    );
+    // Nothing left to judge in the judged run.
+    let out = p.run(&["compare", "--run", "r", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("run `r`: 0 call(s) to make in all"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 6);
+}

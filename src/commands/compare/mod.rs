@@ -40,6 +40,7 @@ use crate::verdict::parse_verdict;
 mod calls;
 mod content;
 mod exec;
+mod plan;
 mod settings;
 
 use calls::{group_by_provider, judge_call, pending_calls};
@@ -195,17 +196,22 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         inputs.run_dir.name(),
     )?;
 
-    inputs.run_dir.create_and_lock()?;
-    crate::interrupt::install();
-    crate::interrupt::on_quit_say(crate::interrupt::resume_note(inputs.run_dir.name()));
-    let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
-    // The exec judge reads no prompt: an exec-only run records none.
-    if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
-        crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
-            .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
+    // A dry run reads what the run holds, unlocked, and writes nothing.
+    let dry_run = args.dry_run;
+    if !dry_run {
+        inputs.run_dir.create_and_lock()?;
+        crate::interrupt::install();
+        crate::interrupt::on_quit_say(crate::interrupt::resume_note(inputs.run_dir.name()));
+        let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
+        // The exec judge reads no prompt: an exec-only run records none.
+        if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
+            crate::cache::write_atomic(&prompt_path, prompt_text.as_bytes())
+                .with_context(|| format!("failed to write `{}`", prompt_path.display()))?;
+        }
     }
     let cache = Cache::new(inputs.config.cache_dir());
-    let (checks, exec_basis) = if inputs.judges.iter().any(|j| matches!(j, Judge::Exec)) {
+    let exec = inputs.judges.iter().any(|j| matches!(j, Judge::Exec));
+    let (checks, exec_basis) = if exec && !dry_run {
         let (table, ran_under, records) = exec_checks(&inputs, &cache, cli.quiet)?;
         if let Some(policy) = ran_under {
             crate::commands::check::record_policy(&mut inputs.manifest, &policy);
@@ -222,16 +228,18 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let comparisons: Vec<ComparisonRecord> =
         read_jsonl_repairing(&inputs.run_dir.file(COMPARISONS_FILE))?;
     let missing = missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
-    record_compare_section(
-        &mut inputs.manifest,
-        &inputs.config,
-        &inputs.judges,
-        &judged_by(&existing),
-        &prompt_sha256,
-        &missing,
-        None,
-    );
-    write_json_atomic(&inputs.run_dir.file("manifest.json"), &inputs.manifest)?;
+    if !dry_run {
+        record_compare_section(
+            &mut inputs.manifest,
+            &inputs.config,
+            &inputs.judges,
+            &judged_by(&existing),
+            &prompt_sha256,
+            &missing,
+            None,
+        );
+        write_json_atomic(&inputs.run_dir.file("manifest.json"), &inputs.manifest)?;
+    }
     let stop = Arc::new(Stop::with_deadline(
         args.deadline.map(|d| std::time::Instant::now() + d),
     ));
@@ -259,6 +267,10 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         stop: stop.clone(),
     });
     let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
+    if dry_run {
+        print!("{}", plan::render_plan(&ctx, &calls, inputs.run_dir.name()));
+        return Ok(Outcome::Success);
+    }
     crate::engine::calls::refresh_keys(calls::retry_keys(&ctx, &calls));
 
     let progress = Progress::new(calls.len() as u64, cli.quiet, "compare");

@@ -1,0 +1,110 @@
+//! `judge compare --dry-run`: what a compare would ask, and what it could cost, before any
+//! call is made or anything is written.
+
+use super::*;
+use crate::report::format_usd;
+
+/// One judge's share of the calls still to make.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct JudgePlan {
+    /// Calls still to make (both orderings of every comparison not yet recorded, and with
+    /// `--retry-failed` the failed ones).
+    pub(super) calls: usize,
+    /// Of them, answered by the cache (no request, no cost).
+    pub(super) cached: usize,
+    /// Estimated input tokens of the others (message characters / 4).
+    pub(super) input_tokens: u64,
+    /// Their output tokens at most: the token cap each.
+    pub(super) output_tokens_max: u64,
+}
+
+/// The plan of every LLM judge of `ctx` over `calls`, in the judges' order.
+pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> {
+    let cap = u64::from(ctx.config.run.judge_max_tokens);
+    let mut plans: Vec<(usize, JudgePlan)> = ctx
+        .judges
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| matches!(j, Judge::Llm(_)))
+        .map(|(i, _)| (i, JudgePlan::default()))
+        .collect();
+    for call in calls {
+        let Judge::Llm(judge) = &ctx.judges[call.judge] else {
+            continue;
+        };
+        let Some((_, plan)) = plans.iter_mut().find(|(i, _)| *i == call.judge) else {
+            continue;
+        };
+        plan.calls += 1;
+        // A call whose answers hold the fence cannot be rendered: it fails without a request.
+        let Ok(wire) = calls::call_request(ctx, call) else {
+            continue;
+        };
+        let provider = ctx.http[&judge.provider].config();
+        // A refresh or a retry of a failure asks afresh whatever the cache holds.
+        let fresh = ctx.refresh || call.retry;
+        if !fresh && crate::engine::calls::is_cached(&ctx.cache, provider, &wire, 1) {
+            plan.cached += 1;
+            continue;
+        }
+        plan.input_tokens += wire.estimated_tokens.saturating_sub(cap);
+        plan.output_tokens_max += cap;
+    }
+    plans
+}
+
+/// What `--dry-run` prints: per judge, the calls to make, how many the cache answers, and
+/// for the rest an estimate of input tokens, the most output tokens and what they could cost.
+pub(super) fn render_plan(ctx: &Ctx, calls: &[Call], run: &str) -> String {
+    let mut out = String::new();
+    let cap = ctx.config.run.judge_max_tokens;
+    let mut bound = 0.0;
+    let mut unpriced = Vec::new();
+    for (i, plan) in judge_plans(ctx, calls) {
+        let Judge::Llm(judge) = &ctx.judges[i] else {
+            continue;
+        };
+        let requests = plan.calls - plan.cached;
+        let cost = judge.cost_usd(plan.input_tokens, plan.output_tokens_max);
+        match cost {
+            Some(c) => bound += c,
+            None if requests > 0 => unpriced.push(judge.id.as_str()),
+            None => {}
+        }
+        out.push_str(&format!(
+            "judge `{}`: {} call(s) to make, {} answered by the cache; {requests} request(s) of about {} input tokens (4 characters a token) and at most {} output tokens ({cap} each, judge_max_tokens): {}\n",
+            judge.id,
+            plan.calls,
+            plan.cached,
+            plan.input_tokens,
+            plan.output_tokens_max,
+            match cost {
+                Some(c) => format!("at most about {} at {}", format_usd(c), judge.price_text()),
+                None => "unpriced".to_string(),
+            }
+        ));
+    }
+    if ctx.judges.iter().any(|j| matches!(j, Judge::Exec)) {
+        out.push_str(
+            "judge `exec`: no calls: it decides from the checks (`judge compare` runs those still missing, in the sandbox)\n",
+        );
+    }
+    let priced_total = if unpriced.is_empty() {
+        format!("at most about {}", format_usd(bound))
+    } else {
+        format!(
+            "at most about {} for the priced judges; {} unpriced",
+            format_usd(bound),
+            unpriced
+                .iter()
+                .map(|j| format!("`{j}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    out.push_str(&format!(
+        "run `{run}`: {} call(s) to make in all, {priced_total}. A reply that breaks the verdict format is asked once more, which is not counted here. Nothing was called or written; drop --dry-run to judge.\n",
+        calls.len()
+    ));
+    out
+}
