@@ -57,6 +57,15 @@ impl Progress {
                 .map_or(STATUS_EVERY, |ms: u64| {
                     std::time::Duration::from_millis(ms.max(1))
                 });
+            // A log says at once how much there is to do, not first after a minute.
+            let every_text = match every.as_millis() {
+                ms if ms < 1000 => format!("{ms}ms"),
+                _ => format!("{}s", every.as_secs()),
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "{label}: {total} to do (a status line every {every_text})"
+            );
             let (stop, stopped) = std::sync::mpsc::channel::<()>();
             let (bar, label) = (bar.clone(), label.to_string());
             let thread = std::thread::spawn(move || {

@@ -1701,6 +1701,12 @@ fn without_a_terminal_a_status_line_shows_the_run_is_alive() {
             .any(|l| l.starts_with("generate: ") && l.contains("/2") && l.ends_with("s elapsed")),
         "{err}"
     );
+    // How much there is to do is said at the start.
+    assert!(
+        err.lines()
+            .any(|l| l == "generate: 2 to do (a status line every 250ms)"),
+        "{err}"
+    );
     let out = p
         .judge()
         .args(["-q", "generate", "--run", "q", "--model", "beta"])
