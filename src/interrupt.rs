@@ -34,7 +34,7 @@ pub fn on_quit_say(what: String) {
 /// The hint for a run: every finished item is recorded; `--run NAME` resumes it.
 pub fn resume_note(run: &str) -> String {
     format!(
-        "every finished item of run `{run}` is recorded: rerun the same command with `--run {run}` to resume"
+        "every finished item of run `{run}` is recorded: rerun the same command with `--run {run}` to resume (requests that were in flight are not recorded, and a provider may bill them all the same)"
     )
 }
 
