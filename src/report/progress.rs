@@ -87,9 +87,20 @@ impl Progress {
             (stop, thread)
         });
         let style = ProgressStyle::with_template(&format!(
-            "{label} {{bar:30.cyan/blue}} {{pos}}/{{len}}{{msg}}{{retries}} [{{elapsed_precise}}, ETA {{eta}}]"
+            "{label} {{bar:30.cyan/blue}} {{pos}}/{{len}}{{msg}}{{retries}} [{{elapsed_precise}}, ETA {{eta_known}}]"
         ))
         .expect("the progress template is valid")
+        // Nothing done yet says nothing of the time left (indicatif shows 0s).
+        .with_key(
+            "eta_known",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = if state.pos() == 0 {
+                    w.write_str("?")
+                } else {
+                    write!(w, "{:#}", indicatif::HumanDuration(state.eta()))
+                };
+            },
+        )
         .with_key(
             "retries",
             move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
@@ -130,11 +141,12 @@ impl Progress {
         } else {
             format!(" · {}", spending(c.cost_usd, c.unpriced, c.unknown))
         };
+        // Counted first, so that a redraw between the two never shows counts ahead of it.
+        self.bar.inc(1);
         self.bar.set_message(format!(
             " · cache hits {} · failed {}{cost}",
             c.cached, c.failed
         ));
-        self.bar.inc(1);
     }
 
     /// The bar's message so far (for tests).
