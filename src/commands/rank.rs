@@ -17,7 +17,7 @@ use crate::error::{JudgeError, Outcome};
 use crate::judging::{EXEC_JUDGE, flip_rate};
 use crate::ranking::{RankParams, Row, RowOutcome, rank};
 use crate::records::{ComparisonRecord, JudgmentVerdict, OutputBrief, Winner};
-use crate::report::leaderboard::{Header, Leaderboard, render_leaderboard};
+use crate::report::leaderboard::{Header, JudgingCost, Leaderboard, render_leaderboard};
 use crate::report::{Format, write_stdout_or_file};
 use crate::stats::Outcome as StatOutcome;
 
@@ -443,8 +443,14 @@ fn from_run(
     // Prompt hash → judgments that used it; the header shows the most used one.
     let mut prompt_hashes: std::collections::BTreeMap<String, usize> =
         std::collections::BTreeMap::new();
+    let mut judging_cost = None;
     if judge != EXEC_JUDGE && !args.from_labels {
         let judgments: Vec<JudgmentBrief> = read_jsonl_repairing(&run_dir.file(JUDGMENTS_FILE))?;
+        let priced = manifest
+            .judge_entry(&judge)
+            .and_then(|e| e.get("price_input_per_mtok"))
+            .is_some_and(|p| !p.is_null());
+        judging_cost = Some(JudgingCost::of(&judgments, &judge, priced));
         let stale = unreflected_judgments(&mine, &judgments, &judge);
         if stale > 0 {
             warnings.push(format!(
@@ -500,6 +506,7 @@ fn from_run(
         },
         judge: Some(judge),
         prompt_sha256,
+        judging_cost,
         seed: args.seed.unwrap_or(manifest.seed),
         resamples: args.resamples,
         bootstrap_unit: args.bootstrap_unit.into(),
@@ -556,6 +563,32 @@ struct JudgmentBrief {
     second: String,
     verdict: JudgmentVerdict,
     prompt_sha256: String,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    replaced: Option<crate::records::Replaced>,
+}
+
+impl JudgingCost {
+    /// What `judge`'s judgments of the run cost: the latest record of each call (a compare
+    /// stopped hard leaves earlier ones too), with what the failed records it replaced were
+    /// billed.
+    fn of(judgments: &[JudgmentBrief], judge: &str, priced: bool) -> JudgingCost {
+        if !priced {
+            return JudgingCost::Unpriced;
+        }
+        let mut latest: HashMap<(&str, &str, &str), &JudgmentBrief> = HashMap::new();
+        for j in judgments.iter().filter(|j| j.judge == judge) {
+            latest.insert((&j.task, &j.first, &j.second), j);
+        }
+        let costs = latest
+            .values()
+            .map(|j| crate::records::total_cost(j.cost_usd, j.replaced));
+        JudgingCost::Priced {
+            usd: costs.clone().flatten().sum(),
+            unknown: costs.filter(Option::is_none).count(),
+        }
+    }
 }
 
 /// How many of `judge`'s pairs the latest judgments decide otherwise than `comparisons` (its
@@ -789,6 +822,7 @@ pub fn from_file(path: &Path, args: &RankArgs) -> anyhow::Result<RankInput> {
         },
         judge,
         prompt_sha256: None,
+        judging_cost: None,
         seed: args.seed.unwrap_or(DEFAULT_SEED),
         resamples: args.resamples,
         bootstrap_unit: args.bootstrap_unit.into(),

@@ -1,7 +1,7 @@
 //! The leaderboard document and its four renderings (table, CSV, JSON, Markdown). Pure.
 //!
 //! JSON fields (`schema_version` 1): `source`, `judge`, `prompt_sha256`, `order_flip_rate`,
-//! `seed`, `resamples`, `bootstrap_unit`, `prior`, `interval`, `comparisons {rated, both_bad,
+//! `judging_cost` (an LLM judge of a run), `seed`, `resamples`, `bootstrap_unit`, `prior`, `interval`, `comparisons {rated, both_bad,
 //! failed}`, `note`, `warnings`, and `models[]` with the columns of [`CSV_COLUMNS`] plus
 //! `priced` (rank, rating and win-rate fields null for a model without rated games).
 
@@ -63,11 +63,50 @@ pub struct Header {
     pub source: String,
     pub judge: Option<String>,
     pub prompt_sha256: Option<String>,
+    /// What the LLM judge's judgments of the run cost (`None` for the exec judge, human
+    /// labels and a battles file, which say nothing of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judging_cost: Option<JudgingCost>,
     pub order_flip_rate: Option<f64>,
     pub seed: u64,
     pub resamples: usize,
     pub bootstrap_unit: BootstrapUnit,
     pub prior: f64,
+}
+
+/// The cost of a leaderboard's judgments: at the judge's price, with the count of calls whose
+/// cost is unknown (no usage came back), or unpriced. In JSON `{"priced": true, "usd": …,
+/// "unknown": …}` or `{"priced": false}`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JudgingCost {
+    Priced { usd: f64, unknown: usize },
+    Unpriced,
+}
+
+impl Serialize for JudgingCost {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match *self {
+            JudgingCost::Priced { usd, unknown } => {
+                m.serialize_entry("priced", &true)?;
+                m.serialize_entry("usd", &usd)?;
+                m.serialize_entry("unknown", &unknown)?;
+            }
+            JudgingCost::Unpriced => m.serialize_entry("priced", &false)?,
+        }
+        m.end()
+    }
+}
+
+impl JudgingCost {
+    /// As the header line shows it: never `$0.00` for an unknown cost.
+    fn text(self) -> String {
+        match self {
+            JudgingCost::Priced { usd, unknown } => super::cost_with_unknown(usd, unknown),
+            JudgingCost::Unpriced => "unpriced".into(),
+        }
+    }
 }
 
 impl Leaderboard {
@@ -104,9 +143,11 @@ impl Leaderboard {
             BootstrapUnit::Task => "task",
         };
         format!(
-            "judge: {judge} · prompt: {} · order-flip rate: {} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
+            "judge: {judge} · prompt: {} · order-flip rate: {}{} · seed: {} · resamples: {} ({unit} bootstrap) · prior: {}",
             h.prompt_sha256.as_deref().map_or("n/a", crate::short_hash),
             h.order_flip_rate.map_or("n/a".into(), |r| fmt_float(r, 3)),
+            h.judging_cost
+                .map_or(String::new(), |c| format!(" · judging cost: {}", c.text())),
             h.seed,
             h.resamples,
             h.prior,

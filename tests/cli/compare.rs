@@ -2094,3 +2094,45 @@ fn a_dry_run_counts_the_calls_and_their_cost_without_making_them() {
     );
     assert_eq!(server.count(), 6);
 }
+
+/// A leaderboard says what its judgments cost: in the header line and in the JSON, at the
+/// judge's price; unpriced for a judge without one.
+#[test]
+fn a_leaderboard_says_what_its_judging_cost() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let out = quick_rank(&p);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Six calls of 150 tokens at $1 per million.
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("· order-flip rate: 0.000 · judging cost: $0.0009 · seed:")),
+        "{}",
+        text(&out)
+    );
+    let board: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/leaderboard.json")).unwrap();
+    assert_eq!(board["judging_cost"]["priced"], true, "{board}");
+    assert_eq!(board["judging_cost"]["unknown"], 0, "{board}");
+    let usd = board["judging_cost"]["usd"].as_f64().unwrap();
+    assert!((usd - 0.0009).abs() < 1e-12, "{board}");
+    // Unpriced: said so, never $0.
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml")
+            .replace("price_input_per_mtok = 1.0\n", "")
+            .replace("price_output_per_mtok = 1.0\n", ""),
+    );
+    assert_eq!(p.run(&["generate", "--run", "u"]).status.code(), Some(0));
+    assert_eq!(p.run(&["compare", "--run", "u"]).status.code(), Some(0));
+    let out = p.run(&["rank", "--run", "u", "--format", "json"]);
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        board["judging_cost"],
+        serde_json::json!({"priced": false}),
+        "{board}"
+    );
+}
