@@ -197,6 +197,13 @@ pub struct GenerateArgs {
     /// rerun asks again); the rest wait for a rerun (exit 1).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
+
+    /// Stop starting requests once this invocation's requests have cost this many dollars
+    /// (e.g. 5, 12.50) at the configured prices: answers from the cache still come, requests
+    /// in flight finish (so the total can pass it by theirs), the rest wait for a rerun (exit
+    /// 1). Every model or judge it pays for needs a price.
+    #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
+    pub max_cost: Option<f64>,
 }
 
 /// `judge compare`.
@@ -231,6 +238,13 @@ pub struct CompareArgs {
     /// and what they could cost at the judge's price.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Stop starting requests once this invocation's requests have cost this many dollars
+    /// (e.g. 5, 12.50) at the configured prices: answers from the cache still come, requests
+    /// in flight finish (so the total can pass it by theirs), the rest wait for a rerun (exit
+    /// 1). Every model or judge it pays for needs a price.
+    #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
+    pub max_cost: Option<f64>,
 }
 
 /// `judge check`.
@@ -417,6 +431,13 @@ pub struct RunArgs {
     /// Leaderboard format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
+
+    /// Stop starting requests once the run's generation and judging in this invocation have
+    /// cost this many dollars (e.g. 5, 12.50) at the configured prices; see `judge generate
+    /// --help`. Reached during generation, nothing is judged or ranked (exit 1); a rerun goes
+    /// on. Every model and judge it pays for needs a price.
+    #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
+    pub max_cost: Option<f64>,
 }
 
 /// `judge label`.

@@ -78,6 +78,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     };
     refuse_missing_answer_sets(&config, &suite, &models, replays)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
+    if let Some(usd) = args.max_cost {
+        crate::engine::budget::refuse_unpriced(
+            models
+                .iter()
+                .filter(|m| config.provider_of(m).kind != ProviderKind::Files),
+        )?;
+        crate::engine::budget::limit(usd);
+    }
     let now = UtcDateTime::from_system(SystemTime::now());
     let run_name = match &args.run {
         Some(name) => name.clone(),
@@ -501,6 +509,14 @@ fn finish(
         // How to resume is added by the caller, which knows whether the run stays.
         Some(StopReason::Fatal(msg)) => Err(JudgeError::ProviderRefused(msg).into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
+        None if !complete && let Some(note) = crate::engine::budget::reached_note() => {
+            eprintln!(
+                "{note}; {} item(s) not done; rerun with --run {} (and a new --max-cost) to go on",
+                expected - done,
+                run_dir.name()
+            );
+            Ok(Outcome::ItemsFailed)
+        }
         None if !complete && ctx.stop.past_deadline() => {
             let missing = expected - done;
             eprintln!(
@@ -868,6 +884,11 @@ async fn produce(ctx: Arc<Ctx>, item: Item) -> Option<OutputRecord> {
                 http_status: e.status,
             });
         }
+    }
+    // Counted as the reply comes, not when the record reaches the writer: this worker's next
+    // request must see it (--max-cost).
+    if !record.from_cache && record.cache_key.is_some() {
+        crate::engine::budget::spend(record.cost_usd);
     }
     Some(record)
 }

@@ -87,6 +87,14 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     }
     compare::refuse_own_family(&config, &resolved, &ranked)?;
     compare::warn_shared_makers(&resolved, &ranked);
+    if let Some(usd) = args.max_cost {
+        let paying = config.models.iter().filter(|m| {
+            (args.models.is_empty() || args.models.contains(&m.id))
+                && config.provider_of(m).kind != crate::config::ProviderKind::Files
+        });
+        crate::engine::budget::refuse_unpriced(paying.chain(compare::llm_judges(&resolved)))?;
+        crate::engine::budget::limit(usd);
+    }
     // Every key the run will need, the models' and the judges', before anything is sent.
     let mut users = compare::llm_judges(&resolved);
     users.extend(
@@ -149,8 +157,18 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             refresh: false,
             retry_failed: args.retry_failed,
             deadline: None,
+            // Set once for the whole run, above.
+            max_cost: None,
         },
     )?;
+    // Past --max-cost nothing more can be asked: judging what generation left would rank
+    // a run that is not whole.
+    if crate::engine::budget::reached() {
+        eprintln!(
+            "not judged or ranked: --max-cost was reached; rerun `judge run --run {run_name}` with a new --max-cost to go on"
+        );
+        return Ok(Outcome::ItemsFailed);
+    }
     // From here an interruption names the run when it got its default name just now.
     let started = args.run.is_none().then(|| run_name.clone());
     let resumable = |e: anyhow::Error| -> anyhow::Error {
@@ -170,6 +188,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             retry_failed: args.retry_failed,
             deadline: None,
             dry_run: false,
+            max_cost: None,
         },
     )
     .map_err(resumable)?;

@@ -216,7 +216,8 @@ async fn call_locked(
         result.from_cache = true;
         return Some(result);
     }
-    if stop.is_stopping() || stop.past_deadline() {
+    // Past --max-cost no request starts; a reply from the cache (above) costs nothing.
+    if stop.is_stopping() || stop.past_deadline() || super::budget::reached() {
         return None;
     }
     let s = stop.clone();

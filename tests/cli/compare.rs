@@ -2136,3 +2136,91 @@ fn a_leaderboard_says_what_its_judging_cost() {
         "{board}"
     );
 }
+
+/// `compare --max-cost` stops starting judge calls at the limit (a rerun goes on); `judge
+/// run --max-cost` reached while generating judges nothing.
+#[test]
+fn max_cost_stops_judging_and_a_run_at_the_limit() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml")
+            .replace("max_concurrency = 2", "max_concurrency = 1"),
+    );
+    // 150 tokens at $1 per million a call: the third passes $0.0004.
+    let out = p.run(&["compare", "--run", "r", "--max-cost", "0.0004"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 3);
+    assert!(
+        text(&out).contains("--max-cost $0.0004 reached: $0.0004 spent")
+            && text(&out).contains(
+                "the calls not started wait for a rerun with --run r (and a new --max-cost)"
+            ),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 6);
+
+    // A run whose models cost: generation reaches the limit, nothing is judged.
+    let models = FakeServer::start(|_, _| Reply::ok("an answer"));
+    let config = format!(
+        r#"
+[run]
+suite = "demo"
+
+[providers.lab]
+kind = "openai"
+base_url = "{}"
+api_key_env = ""
+max_concurrency = 1
+
+[providers.judges]
+kind = "openai"
+base_url = "{}"
+api_key_env = ""
+
+[[models]]
+id = "m1"
+provider = "lab"
+model = "m1"
+family = "lab-one"
+price_input_per_mtok = 1.0
+price_output_per_mtok = 1.0
+
+[[models]]
+id = "m2"
+provider = "lab"
+model = "m2"
+family = "lab-two"
+price_input_per_mtok = 1.0
+price_output_per_mtok = 1.0
+
+[[judges]]
+id = "j"
+provider = "judges"
+model = "judge-model"
+family = "judge-labs"
+price_input_per_mtok = 1.0
+price_output_per_mtok = 1.0
+"#,
+        models.url, server.url
+    );
+    let p = crate::common::Project::with_suite(3, &config);
+    let out = p.run(&["run", "--run", "capped", "--max-cost", "0.0004"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        models.count(),
+        3,
+        "one call at a time, the third passes the limit"
+    );
+    assert_eq!(server.count(), 6, "no judge call");
+    assert!(
+        text(&out).contains("not judged or ranked: --max-cost was reached; rerun `judge run --run capped` with a new --max-cost to go on"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/capped/comparisons.jsonl").exists());
+}

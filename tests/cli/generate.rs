@@ -1720,3 +1720,63 @@ fn without_a_terminal_a_status_line_shows_the_run_is_alive() {
         text(&out)
     );
 }
+
+/// `--max-cost` stops starting requests once this invocation has spent that much: the rest
+/// waits for a rerun (exit 1), the cache still answers, and an unpriced model is refused.
+#[test]
+fn max_cost_stops_starting_requests_at_the_limit() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(
+        10,
+        &config(&server.url, "").replace("max_concurrency = 2", "max_concurrency = 1"),
+    );
+    // beta has no price: its spending could not be counted.
+    let out = p.run(&["generate", "--run", "r", "--max-cost", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("--max-cost counts dollars at the configured prices, and `beta` has none"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.path().join("runs/r").exists());
+    assert_eq!(server.count(), 0);
+    // alpha: 100 input tokens at $1 and 50 output tokens at $2 per million, $0.0002 a call;
+    // the third call passes $0.0005, one at a time.
+    let out = p.run(&[
+        "generate",
+        "--run",
+        "r",
+        "--model",
+        "alpha",
+        "--max-cost",
+        "$0.0005",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 3);
+    assert!(
+        text(&out).contains(
+            "--max-cost $0.0005 reached: $0.0006 spent by this invocation's requests (those in flight at the limit finished); 7 item(s) not done; rerun with --run r (and a new --max-cost) to go on"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 3);
+    // The rerun goes on; a new run of the same requests comes from the cache, free, past
+    // any limit.
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 10);
+    let out = p.run(&[
+        "generate",
+        "--run",
+        "again",
+        "--model",
+        "alpha",
+        "--max-cost",
+        "0.0001",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 10);
+    assert_eq!(p.jsonl("runs/again/outputs.jsonl").len(), 10);
+}

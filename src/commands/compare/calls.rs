@@ -314,6 +314,13 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
                 .cost_usd(u.input_tokens, u.output_tokens)
                 .unwrap_or(0.0);
         }
+        // Counted here, as the reply comes, not when the record reaches the writer: this
+        // worker's next call must see it (--max-cost).
+        if !result.from_cache {
+            crate::engine::budget::spend(
+                billed.and_then(|u| judge.cost_usd(u.input_tokens, u.output_tokens)),
+            );
+        }
         match billed {
             Some(u) if usage_known => {
                 let prev = record.usage.unwrap_or_default();

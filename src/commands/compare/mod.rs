@@ -178,6 +178,10 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         &judged_by(&existing),
     );
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
+    if let Some(usd) = args.max_cost {
+        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges))?;
+        crate::engine::budget::limit(usd);
+    }
     if !llm_judges(&inputs.judges).is_empty() {
         warn_edited_template(&inputs.config.root);
         for w in content::content_warnings(&inputs.suite, &inputs.manifest, &inputs.outputs) {
@@ -556,6 +560,15 @@ fn finish(
         )
         .into()),
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
+        None if missing.values().any(|&n| n > 0)
+            && let Some(note) = crate::engine::budget::reached_note() =>
+        {
+            eprintln!(
+                "{note}; the calls not started wait for a rerun with --run {} (and a new --max-cost)",
+                run_dir.name()
+            );
+            Ok(Outcome::ItemsFailed)
+        }
         None if ctx.stop.past_deadline() => {
             eprintln!(
                 "deadline reached: calls not started or cut short while retrying wait for a rerun with --run {}",
