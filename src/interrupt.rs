@@ -31,10 +31,16 @@ pub fn on_quit_say(what: String) {
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(what);
 }
 
-/// The hint for a run: every finished item is recorded; `--run NAME` resumes it.
-pub fn resume_note(run: &str) -> String {
+/// The hint for a run: every finished item is recorded; `--run NAME` resumes it. `paid`: the
+/// command sends provider requests, which a quit at once leaves unrecorded though billed.
+pub fn resume_note(run: &str, paid: bool) -> String {
+    let in_flight = if paid {
+        " (requests that were in flight are not recorded, and a provider may bill them all the same)"
+    } else {
+        ""
+    };
     format!(
-        "every finished item of run `{run}` is recorded: rerun the same command with `--run {run}` to resume (requests that were in flight are not recorded, and a provider may bill them all the same)"
+        "every finished item of run `{run}` is recorded: rerun the same command with `--run {run}` to resume{in_flight}"
     )
 }
 

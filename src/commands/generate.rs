@@ -160,7 +160,12 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         }
     }
     crate::interrupt::install();
-    crate::interrupt::on_quit_say(crate::interrupt::resume_note(&run_name));
+    crate::interrupt::on_quit_say(crate::interrupt::resume_note(
+        &run_name,
+        models
+            .iter()
+            .any(|m| config.provider_of(m).kind != ProviderKind::Files),
+    ));
     merge_into_manifest(&mut manifest, &config, &models);
     for why in answer_set_warnings(&suite, &manifest) {
         eprintln!("warning: {why}");

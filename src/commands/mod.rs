@@ -64,7 +64,7 @@ pub fn load_run<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, false, false, &|_| Ok(true))
+    load_run_locked(config, run, Hold::Exclusive, false, &|_| Ok(true))
 }
 
 /// [`load_run`] (or [`load_run_shared`] when `shared`) for a command that only reads what the
@@ -76,7 +76,12 @@ pub fn load_run_recorded<R: crate::records::OutputRow>(
     run: &str,
     shared: bool,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, shared, true, &|_| Ok(true))
+    let hold = if shared {
+        Hold::Shared
+    } else {
+        Hold::Exclusive
+    };
+    load_run_locked(config, run, hold, true, &|_| Ok(true))
 }
 
 /// [`load_run`] that asks `wants_outputs` of the suite before the outputs are read (they may
@@ -86,7 +91,7 @@ pub fn load_run_if<R: crate::records::OutputRow>(
     run: &str,
     wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, false, false, wants_outputs)
+    load_run_locked(config, run, Hold::Exclusive, false, wants_outputs)
 }
 
 /// [`load_run`] under a shared lock (see [`crate::engine::run_dir::RunDir::lock_shared`]):
@@ -95,7 +100,7 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
 ) -> anyhow::Result<LoadedRun<R>> {
-    load_run_locked(config, run, true, false, &|_| Ok(true))
+    load_run_locked(config, run, Hold::Shared, false, &|_| Ok(true))
 }
 
 /// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
@@ -145,10 +150,32 @@ pub fn edited_suite_warning(
     ))
 }
 
+/// How a loaded run is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// For a command that changes it.
+    Exclusive,
+    /// For one of many readers (labelling, scoring).
+    Shared,
+    /// Not at all: a look that writes nothing (`compare --dry-run`), the lock file included;
+    /// a line another process is appending is skipped.
+    Unlocked,
+}
+
+/// [`load_run_if`] without taking the run's lock or writing anything: for a look at what a
+/// command would do (`compare --dry-run`), also while another process holds the run.
+pub fn load_run_unlocked_if<R: crate::records::OutputRow>(
+    config: &crate::config::Config,
+    run: &str,
+    wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
+) -> anyhow::Result<LoadedRun<R>> {
+    load_run_locked(config, run, Hold::Unlocked, false, wants_outputs)
+}
+
 fn load_run_locked<R: crate::records::OutputRow>(
     config: &crate::config::Config,
     run: &str,
-    shared: bool,
+    hold: Hold,
     read_only: bool,
     wants_outputs: &dyn Fn(&crate::suite::Suite) -> anyhow::Result<bool>,
 ) -> anyhow::Result<LoadedRun<R>> {
@@ -159,10 +186,10 @@ fn load_run_locked<R: crate::records::OutputRow>(
     // `generate` has just claimed (taking its lock here would make that generate give up as
     // "in use"), or one refused below.
     if run_dir.path().is_dir() && run_dir.exists() {
-        if shared {
-            run_dir.lock_shared()?;
-        } else {
-            run_dir.create_and_lock()?;
+        match hold {
+            Hold::Shared => run_dir.lock_shared()?,
+            Hold::Exclusive => run_dir.create_and_lock()?,
+            Hold::Unlocked => {}
         }
     }
     run_dir.refuse_without_manifest()?;
@@ -191,7 +218,7 @@ fn load_run_locked<R: crate::records::OutputRow>(
     // to date while its suite is unchanged: later answer sets can join it, and a later change
     // is named. Only under the exclusive lock (a shared holder writes no manifest).
     let current = crate::engine::manifest::SuiteInfo::of(&suite);
-    if !shared && !changed && manifest.suite != current {
+    if hold == Hold::Exclusive && !changed && manifest.suite != current {
         manifest.suite = current;
         crate::engine::run_dir::write_json_atomic(&run_dir.file("manifest.json"), &manifest)?;
     }

@@ -585,7 +585,8 @@ impl JudgingCost {
             .values()
             .map(|j| crate::records::total_cost(j.cost_usd, j.replaced));
         JudgingCost::Priced {
-            usd: costs.clone().flatten().sum(),
+            // `+ 0.0`: the sum of nothing is -0.0, which JSON would show.
+            usd: costs.clone().flatten().sum::<f64>() + 0.0,
             unknown: costs.filter(Option::is_none).count(),
         }
     }

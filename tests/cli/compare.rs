@@ -2085,13 +2085,19 @@ fn a_dry_run_counts_the_calls_and_their_cost_without_making_them() {
         "{}",
         text(&out)
     );
-    // Nothing left to judge in the judged run.
+    // Nothing left to judge in the judged run; a line being appended (torn) is skipped, not
+    // cut off, and the lock file is not touched.
+    let judgments = format!("{}{{\"task\":\"t01\"", p.read("runs/r/judgments.jsonl"));
+    p.write("runs/r/judgments.jsonl", &judgments);
+    let lock = p.read("runs/r/.lock");
     let out = p.run(&["compare", "--run", "r", "--dry-run"]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("run `r`: 0 call(s) to make in all"),
         "{}",
         text(&out)
     );
+    assert_eq!(p.read("runs/r/judgments.jsonl"), judgments);
+    assert_eq!(p.read("runs/r/.lock"), lock);
     assert_eq!(server.count(), 6);
 }
 

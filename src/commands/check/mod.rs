@@ -184,7 +184,7 @@ pub fn run(cli: &Cli, args: &CheckArgs) -> anyhow::Result<Outcome> {
     let policy = sandbox_policy(args.no_sandbox, args.timeout_secs)?;
     run_dir.create_and_lock()?;
     crate::interrupt::install();
-    crate::interrupt::on_quit_say(crate::interrupt::resume_note(run_dir.name()));
+    crate::interrupt::on_quit_say(crate::interrupt::resume_note(run_dir.name(), false));
     let cache = Cache::new(config.cache_dir());
     // The limits are recorded once the run's checks are read and before any check runs, so
     // that a check killed before its end leaves them with the records it wrote.

@@ -161,9 +161,11 @@ fn warn_edited_template(root: &std::path::Path) {
 
 /// Runs `judge compare`.
 pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
-    let mut inputs = load_inputs(cli, &args.run, &args.judges)?;
+    let mut inputs = load_inputs(cli, &args.run, &args.judges, args.dry_run)?;
     let judgments_path = inputs.run_dir.file(JUDGMENTS_FILE);
-    let existing: Vec<JudgmentRecord> = read_jsonl_repairing(&judgments_path)?;
+    // Read as the run holds it: repaired under this process's lock, only skipping a torn
+    // line for a dry run, which takes no lock.
+    let existing: Vec<JudgmentRecord> = inputs.run_dir.read_jsonl(&judgments_path)?;
     refuse_changed_judge_setup(
         &inputs.config,
         &inputs.manifest,
@@ -205,7 +207,10 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     if !dry_run {
         inputs.run_dir.create_and_lock()?;
         crate::interrupt::install();
-        crate::interrupt::on_quit_say(crate::interrupt::resume_note(inputs.run_dir.name()));
+        crate::interrupt::on_quit_say(crate::interrupt::resume_note(
+            inputs.run_dir.name(),
+            !llm_judges(&inputs.judges).is_empty(),
+        ));
         let prompt_path = inputs.run_dir.file(&format!("prompts/{prompt_sha256}.md"));
         // The exec judge reads no prompt: an exec-only run records none.
         if !llm_judges(&inputs.judges).is_empty() && !prompt_path.exists() {
@@ -229,8 +234,9 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     };
     // The judges and their settings are recorded before the first call: a compare killed on
     // its first pass leaves them for the next one to hold to.
-    let comparisons: Vec<ComparisonRecord> =
-        read_jsonl_repairing(&inputs.run_dir.file(COMPARISONS_FILE))?;
+    let comparisons: Vec<ComparisonRecord> = inputs
+        .run_dir
+        .read_jsonl(&inputs.run_dir.file(COMPARISONS_FILE))?;
     let missing = missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
     if !dry_run {
         record_compare_section(
@@ -309,18 +315,27 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     )
 }
 
-fn load_inputs(cli: &Cli, run: &str, wanted_judges: &[String]) -> anyhow::Result<Inputs> {
+fn load_inputs(
+    cli: &Cli,
+    run: &str,
+    wanted_judges: &[String],
+    dry_run: bool,
+) -> anyhow::Result<Inputs> {
     let config = load_config(&cli.config)?;
     let judges = resolve_judges(&config, wanted_judges)?;
     let exec = judges.iter().any(|j| matches!(j, Judge::Exec));
     // A suite the exec judge cannot judge is refused before the outputs are read.
-    let (run_dir, manifest, suite, outputs) =
-        crate::commands::load_run_if::<OutputRecord>(&config, run, &|suite| {
-            if exec {
-                refuse_exec_without_checks(suite)?;
-            }
-            Ok(true)
-        })?;
+    let wants_outputs = |suite: &Suite| {
+        if exec {
+            refuse_exec_without_checks(suite)?;
+        }
+        Ok(true)
+    };
+    let (run_dir, manifest, suite, outputs) = if dry_run {
+        crate::commands::load_run_unlocked_if::<OutputRecord>(&config, run, &wants_outputs)?
+    } else {
+        crate::commands::load_run_if::<OutputRecord>(&config, run, &wants_outputs)?
+    };
     let present: BTreeSet<&str> = outputs.iter().map(|o| o.model.as_str()).collect();
     let models: Vec<ModelConfig> = manifest
         .models

@@ -12,6 +12,8 @@ pub(super) struct JudgePlan {
     pub(super) calls: usize,
     /// Of them, answered by the cache (no request, no cost).
     pub(super) cached: usize,
+    /// Requests the others take: one each, two for a retry of a reply recorded as unparsable.
+    pub(super) requests: u64,
     /// Estimated input tokens of the others (message characters / 4).
     pub(super) input_tokens: u64,
     /// Their output tokens at most: the token cap each.
@@ -47,8 +49,12 @@ pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> 
             plan.cached += 1;
             continue;
         }
-        plan.input_tokens += wire.estimated_tokens.saturating_sub(cap);
-        plan.output_tokens_max += cap;
+        // A retry of a reply recorded as unparsable most likely breaks the format again, and
+        // is then asked twice: counted so.
+        let requests = if call.retry_of_unparsable { 2 } else { 1 };
+        plan.requests += requests;
+        plan.input_tokens += requests * wire.estimated_tokens.saturating_sub(cap);
+        plan.output_tokens_max += requests * cap;
     }
     plans
 }
@@ -64,7 +70,7 @@ pub(super) fn render_plan(ctx: &Ctx, calls: &[Call], run: &str) -> String {
         let Judge::Llm(judge) = &ctx.judges[i] else {
             continue;
         };
-        let requests = plan.calls - plan.cached;
+        let requests = plan.requests;
         let cost = judge.cost_usd(plan.input_tokens, plan.output_tokens_max);
         match cost {
             Some(c) => bound += c,
@@ -103,7 +109,7 @@ pub(super) fn render_plan(ctx: &Ctx, calls: &[Call], run: &str) -> String {
         )
     };
     out.push_str(&format!(
-        "run `{run}`: {} call(s) to make in all, {priced_total}. A reply that breaks the verdict format is asked once more, which is not counted here. Nothing was called or written; drop --dry-run to judge.\n",
+        "run `{run}`: {} call(s) to make in all, {priced_total}. A new reply that breaks the verdict format is asked once more, which is not counted here (a retry of one recorded as unparsable is counted twice). Nothing was called or written; drop --dry-run to judge.\n",
         calls.len()
     ));
     out
