@@ -198,6 +198,12 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
 
+    /// Make no request and write nothing: print, per model, the items still to generate, how
+    /// many the cache answers, and for the others an estimate of input tokens, the most
+    /// output tokens (max_tokens each) and what they could cost at the model's price.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Stop starting requests once this invocation's requests have cost this many dollars
     /// (e.g. 5, 12.50) at the configured prices: answers from the cache still come, requests
     /// in flight finish (so the total can pass it by theirs), the rest wait for a rerun (exit

@@ -86,6 +86,12 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         )?;
         crate::engine::budget::limit(usd);
     }
+    if args.dry_run {
+        let plan = dry_run(&config, &suite, &mut models, &http, args)?;
+        print!("{plan}");
+        let name = args.run.clone().unwrap_or_default();
+        return Ok((Outcome::Success, name));
+    }
     let now = UtcDateTime::from_system(SystemTime::now());
     let run_name = match &args.run {
         Some(name) => name.clone(),
@@ -533,6 +539,105 @@ fn finish(
         None if failed > 0 => Ok(Outcome::ItemsFailed),
         None => Ok(Outcome::Success),
     }
+}
+
+/// `generate --dry-run`: per model, the items still to generate, how many the cache answers,
+/// and for the others the estimated input tokens, the most output tokens (the token cap
+/// each) and at most about what they cost. Reads the run, if it exists, unlocked; refuses what
+/// the real generate would (changed settings); writes nothing.
+fn dry_run(
+    config: &Config,
+    suite: &Suite,
+    models: &mut [ModelConfig],
+    http: &BTreeMap<String, HttpProvider>,
+    args: &GenerateArgs,
+) -> anyhow::Result<String> {
+    let mut keys: Vec<OutputKey> = Vec::new();
+    let mut name = "a new run".to_string();
+    if let Some(run) = &args.run {
+        let run_dir = RunDir::at(&config.runs_dir(), run)?;
+        run_dir.refuse_without_manifest()?;
+        if run_dir.exists() {
+            name = format!("run `{run}`");
+            let old = read_manifest(&run_dir)?;
+            keys = crate::engine::run_dir::read_jsonl_skipping_torn(&run_dir.file(OUTPUTS_FILE))?;
+            let recorded: std::collections::BTreeSet<&str> =
+                keys.iter().map(|k| k.model.as_str()).collect();
+            let has_records = |id: &str| recorded.contains(id);
+            let providers: Vec<_> = models.iter().map(|m| config.provider_of(m)).collect();
+            if let Some(conflict) =
+                resume_conflict(&old, suite, &config.run, models, &providers, &has_records)
+            {
+                return Err(JudgeError::usage(format!(
+                    "cannot resume run `{run}`: {conflict}; start a new run (another --run name)"
+                ))
+                .into());
+            }
+            keep_recorded_prices(models, &old, &has_records);
+        }
+    }
+    let items = pending_items(suite, models, &keys, args.retry_failed);
+    let cache = Cache::new(config.cache_dir());
+    let cap = u64::from(config.run.max_tokens);
+    let mut out = String::new();
+    let (mut bound, mut unpriced) = (0.0, Vec::new());
+    for (mi, m) in models.iter().enumerate() {
+        let mine: Vec<&Item> = items.iter().filter(|i| i.model == mi).collect();
+        let provider = config.provider_of(m);
+        if provider.kind == ProviderKind::Files {
+            out.push_str(&format!(
+                "model `{}`: {} answer(s) to replay from answer set `{}`: no requests\n",
+                m.id,
+                mine.len(),
+                m.model
+            ));
+            continue;
+        }
+        let (mut cached, mut input_tokens) = (0usize, 0u64);
+        for item in &mine {
+            let task = &suite.tasks[item.task];
+            let wire = to_wire(provider, &chat_request(config, suite, task, &m.model));
+            if !args.refresh
+                && crate::engine::calls::is_cached(&cache, http[&provider.name].config(), &wire, 1)
+            {
+                cached += 1;
+                continue;
+            }
+            input_tokens += wire.estimated_tokens.saturating_sub(cap);
+        }
+        let requests = (mine.len() - cached) as u64;
+        let output_tokens_max = requests * cap;
+        let cost = m.cost_usd(input_tokens, output_tokens_max);
+        match cost {
+            Some(c) => bound += c,
+            None if requests > 0 => unpriced.push(format!("`{}`", m.id)),
+            None => {}
+        }
+        out.push_str(&format!(
+            "model `{}`: {} item(s) to generate, {cached} answered by the cache; {requests} request(s) of about {input_tokens} input tokens (4 characters a token) and at most {output_tokens_max} output tokens ({cap} each, max_tokens): {}\n",
+            m.id,
+            mine.len(),
+            match cost {
+                Some(c) => format!(
+                    "at most about {} at {}",
+                    crate::report::format_usd(c),
+                    m.price_text()
+                ),
+                None => "unpriced".to_string(),
+            }
+        ));
+    }
+    let unpriced = if unpriced.is_empty() {
+        String::new()
+    } else {
+        format!(" for the priced models; {} unpriced", unpriced.join(", "))
+    };
+    out.push_str(&format!(
+        "{name}: {} item(s) to generate in all, at most about {}{unpriced}. Failed requests retried after a 429 or 5xx are not counted. Nothing was asked or written; drop --dry-run to generate (then `judge compare --run RUN --dry-run` prices the judging).\n",
+        items.len(),
+        crate::report::format_usd(bound)
+    ));
+    Ok(out)
 }
 
 /// The prices a run's answered models were costed at stay theirs: a model of `models` with

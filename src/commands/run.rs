@@ -159,6 +159,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             deadline: None,
             // Set once for the whole run, above.
             max_cost: None,
+            dry_run: false,
         },
     )?;
     // Past --max-cost nothing more can be asked: judging what generation left would rank

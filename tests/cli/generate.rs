@@ -1780,3 +1780,55 @@ fn max_cost_stops_starting_requests_at_the_limit() {
     assert_eq!(server.count(), 10);
     assert_eq!(p.jsonl("runs/again/outputs.jsonl").len(), 10);
 }
+
+/// `generate --dry-run` asks nothing and writes nothing, and says per model what is left,
+/// what the cache answers and what the rest could cost.
+#[test]
+fn a_dry_run_prices_the_generation_without_asking() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(3, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let plan = String::from_utf8_lossy(&out.stdout);
+    let head =
+        "model `alpha`: 3 item(s) to generate, 0 answered by the cache; 3 request(s) of about ";
+    assert!(plan.starts_with(head), "{plan}");
+    let input: u64 = plan[head.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // $1 per million input tokens, $2 per million output tokens, 256 tokens at most each.
+    let bound = format!("${:.4}", (input as f64 + 2.0 * 768.0) / 1e6);
+    assert!(
+        plan.contains(&format!(
+            "at most 768 output tokens (256 each, max_tokens): at most about {bound} at $1/$2 per million input/output tokens"
+        )) && plan.contains("model `beta`: 3 item(s) to generate, 0 answered by the cache; 3 request(s)")
+            && plan.contains("): unpriced\n")
+            && plan.contains(&format!(
+                "a new run: 6 item(s) to generate in all, at most about {bound} for the priced models; `beta` unpriced."
+            )),
+        "{plan}"
+    );
+    assert_eq!(server.count(), 0);
+    assert!(!p.path().join("runs").exists());
+    // After generating, nothing is left; a new run is answered by the cache.
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    let out = p.run(&["generate", "--run", "r", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("run `r`: 0 item(s) to generate in all"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["generate", "--run", "r2", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(
+            "model `alpha`: 3 item(s) to generate, 3 answered by the cache; 0 request(s)"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 6);
+    assert!(!p.path().join("runs/r2").exists());
+}
