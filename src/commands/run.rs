@@ -164,9 +164,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     )?;
     // Past --max-cost nothing more can be asked: judging what generation left would rank
     // a run that is not whole.
-    if crate::engine::budget::reached() {
+    if let Some(note) = crate::engine::budget::reached_note() {
         eprintln!(
-            "not judged or ranked: --max-cost was reached; rerun `judge run --run {run_name}` with a new --max-cost to go on"
+            "not judged or ranked: {note}; rerun `judge run --run {run_name}` with a new --max-cost to go on"
         );
         return Ok(Outcome::ItemsFailed);
     }

@@ -33,12 +33,24 @@ pub fn limit(limit_usd: f64) {
     }
 }
 
-/// Counts what one request cost (`None`: unknown, no usage came back).
+/// Counts what one request cost (`None`: unknown, no usage came back). The first request of
+/// unknown cost is warned of: the limit cannot count it (a server that never says its usage
+/// would never reach the limit).
 pub fn spend(cost_usd: Option<f64>) {
-    if let Some(b) = budget().as_mut() {
-        match cost_usd {
-            Some(c) => b.spent_usd += c,
-            None => b.unknown += 1,
+    let mut guard = budget();
+    let Some(b) = guard.as_mut() else { return };
+    match cost_usd {
+        Some(c) => b.spent_usd += c,
+        None => {
+            b.unknown += 1;
+            if b.unknown == 1 {
+                // Not `eprintln!`: a stderr that cannot be written must not end the run.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: a request came back without usage (a failure, or a server that does not report tokens): --max-cost cannot count its cost, so requests like it can pass the limit unseen"
+                );
+            }
         }
     }
 }
@@ -54,7 +66,9 @@ pub fn reached_note() -> Option<String> {
     let b = (*budget()).filter(|b| b.spent_usd >= b.limit_usd)?;
     let unknown = match b.unknown {
         0 => String::new(),
-        n => format!("; {n} reply(ies) gave no usage, so their cost is not counted"),
+        n => format!(
+            "; {n} request(s) came back without usage (failures, or replies that do not say), so their cost is not counted"
+        ),
     };
     Some(format!(
         "--max-cost {} reached: {} spent by this invocation's requests (those in flight at the limit finished){unknown}",

@@ -221,8 +221,14 @@ async fn call_locked(
         return None;
     }
     let s = stop.clone();
+    // A wait to retry (a 429's Retry-After) ends at --max-cost too: the retry would be paid
+    // past the limit, and a rerun asks again anyway.
     let (sent, attempts) = http
-        .post_json(request, &move || s.is_stopping(), stop.deadline())
+        .post_json(
+            request,
+            &move || s.is_stopping() || super::budget::reached(),
+            stop.deadline(),
+        )
         .await;
     result.attempts = attempts;
     let parse = |bytes: &[u8]| -> Result<(Result<ChatReply, ProviderError>, Value), ProviderError> {
@@ -257,7 +263,8 @@ async fn call_locked(
         Err(e)
             if e.class.is_retryable()
                 && (stop.is_stopping()
-                    || (stop.past_deadline() && attempts <= http.config().max_retries)) =>
+                    || ((stop.past_deadline() || super::budget::reached())
+                        && attempts <= http.config().max_retries)) =>
         {
             None
         }

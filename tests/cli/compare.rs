@@ -2224,7 +2224,7 @@ price_output_per_mtok = 1.0
     );
     assert_eq!(server.count(), 6, "no judge call");
     assert!(
-        text(&out).contains("not judged or ranked: --max-cost was reached; rerun `judge run --run capped` with a new --max-cost to go on"),
+        text(&out).contains("not judged or ranked: --max-cost $0.0004 reached: $0.0004 spent by this invocation's requests (those in flight at the limit finished); rerun `judge run --run capped` with a new --max-cost to go on"),
         "{}",
         text(&out)
     );

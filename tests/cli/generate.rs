@@ -1832,3 +1832,28 @@ fn a_dry_run_prices_the_generation_without_asking() {
     assert_eq!(server.count(), 6);
     assert!(!p.path().join("runs/r2").exists());
 }
+
+/// Under `--max-cost`, replies without usage cannot be counted: the first is warned of (a
+/// server that never reports tokens would never reach the limit).
+#[test]
+fn max_cost_warns_of_replies_it_cannot_count() {
+    let server = FakeServer::start(|_, _| {
+        let mut body: serde_json::Value =
+            serde_json::from_str(&crate::common::completion("an answer", "stop")).unwrap();
+        body.as_object_mut().unwrap().remove("usage");
+        Reply::Http(200, vec![], body.to_string())
+    });
+    let p = Project::with_suite(3, &config(&server.url, ""));
+    let out = p.run(&[
+        "generate",
+        "--run",
+        "r",
+        "--model",
+        "alpha",
+        "--max-cost",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let warning = "warning: a request came back without usage (a failure, or a server that does not report tokens): --max-cost cannot count its cost";
+    assert_eq!(text(&out).matches(warning).count(), 1, "{}", text(&out));
+}

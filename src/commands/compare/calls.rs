@@ -299,7 +299,14 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
             refresh,
             verdict: true,
         };
-        let result = cached_call(&ctx.cache, http, &wire, use_, &ctx.stop).await?;
+        let Some(result) = cached_call(&ctx.cache, http, &wire, use_, &ctx.stop).await else {
+            // Stopped before the retry (Ctrl-C, --deadline, --max-cost): the call is not
+            // recorded, and what its first attempt cost is said apart.
+            *ctx.unrecorded_usd
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) += record.spent_usd;
+            return None;
+        };
         record.attempts = attempt;
         record.cache_key = Some(result.cache_key);
         // Answered from the cache only when every attempt was.

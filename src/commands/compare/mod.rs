@@ -131,6 +131,8 @@ struct Ctx {
     health: Vec<calls::JudgeHealth>,
     /// The limits and sandbox of those checks ([`crate::commands::check::checks_basis`]).
     exec_basis: Option<serde_json::Value>,
+    /// What first attempts of calls stopped before their retry cost: spent, but in no record.
+    unrecorded_usd: std::sync::Mutex<f64>,
 }
 
 /// The run's inputs, loaded and checked before anything is written.
@@ -261,6 +263,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         cache,
         checks,
         exec_basis,
+        unrecorded_usd: std::sync::Mutex::new(0.0),
         seed: inputs.manifest.seed,
         // Moved, not copied: the outputs (their texts) are the bulk of a compare's memory.
         outputs: std::mem::take(&mut inputs.outputs)
@@ -382,7 +385,11 @@ fn finish(
         .filter(|m| m.price_input_per_mtok.is_some())
         .map(|m| m.id.as_str())
         .collect();
-    let spent_now: f64 = new_records.iter().map(|r| r.spent_usd).sum();
+    let unrecorded = *ctx
+        .unrecorded_usd
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let spent_now: f64 = new_records.iter().map(|r| r.spent_usd).sum::<f64>() + unrecorded;
     let uncosted_now = new_records
         .iter()
         .filter(|r| !r.from_cache && (r.usage.is_none() || !priced.contains(r.judge.as_str())))
@@ -559,8 +566,14 @@ fn finish(
         run_dir.name(),
         comparisons.len(),
         run_dir.file(COMPARISONS_FILE).display(),
-        crate::report::spent_phrase(spent_now, uncosted_now, "judgment")
+        crate::report::spent_phrase(spent_now, uncosted_now, "judgment"),
     );
+    if unrecorded > 0.0 {
+        eprintln!(
+            "of that, {} went on first attempts of calls stopped before their retry (an unparsable reply asked again): not recorded; a rerun takes those replies from the cache",
+            crate::report::format_usd(unrecorded)
+        );
+    }
     // A check that ended in `error` makes the exec judge's comparison failed.
     let failed = ours
         .iter()
