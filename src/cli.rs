@@ -205,9 +205,9 @@ pub struct GenerateArgs {
     pub dry_run: bool,
 
     /// Stop starting requests once this invocation's requests have cost this many dollars
-    /// (e.g. 5, 12.50) at the configured prices: answers from the cache still come, requests
-    /// in flight finish (so the total can pass it by theirs), the rest wait for a rerun (exit
-    /// 1). Every model or judge it pays for needs a price.
+    /// (e.g. 5, 12.50, $20) at the models' prices: answers from the cache still come, requests
+    /// in flight finish (so the total can pass it by theirs), a wait to retry ends, the rest
+    /// wait for a rerun (exit 1). Every model it asks (not an answer set) needs a price.
     #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
     pub max_cost: Option<f64>,
 }
@@ -245,10 +245,10 @@ pub struct CompareArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Stop starting requests once this invocation's requests have cost this many dollars
-    /// (e.g. 5, 12.50) at the configured prices: answers from the cache still come, requests
-    /// in flight finish (so the total can pass it by theirs), the rest wait for a rerun (exit
-    /// 1). Every model or judge it pays for needs a price.
+    /// Stop starting judge calls once this invocation's have cost this many dollars (e.g. 5,
+    /// 12.50, $20) at the judges' prices: answers from the cache still come, calls in flight
+    /// finish (so the total can pass it by theirs), a wait to retry ends, the rest wait for a
+    /// rerun (exit 1). Every LLM judge needs a price.
     #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
     pub max_cost: Option<f64>,
 }

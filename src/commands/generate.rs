@@ -79,11 +79,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     refuse_missing_answer_sets(&config, &suite, &models, replays)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     if let Some(usd) = args.max_cost {
-        crate::engine::budget::refuse_unpriced(
-            models
-                .iter()
-                .filter(|m| config.provider_of(m).kind != ProviderKind::Files),
-        )?;
+        refuse_unpriced_payers(&config, &models, None)?;
         crate::engine::budget::limit(usd);
     }
     if args.dry_run {
@@ -131,6 +127,10 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             .into());
         }
         keep_recorded_prices(&mut models, &old, &has_records);
+        // A model the run costed at no price stays unpriced, whatever judge.toml says now.
+        if args.max_cost.is_some() {
+            refuse_unpriced_payers(&config, &models, Some(&run_name))?;
+        }
         // The suite is the same: a run recorded with the hash over answers/ too, or without
         // file digests, is brought up to date (later answer sets can join it, and a later
         // change is named).
@@ -541,6 +541,21 @@ fn finish(
     }
 }
 
+/// Refuses `--max-cost` for a model to ask (not an answer set) that has no price (in run
+/// `run`, the price the run keeps).
+fn refuse_unpriced_payers(
+    config: &Config,
+    models: &[ModelConfig],
+    run: Option<&str>,
+) -> Result<(), JudgeError> {
+    crate::engine::budget::refuse_unpriced(
+        models
+            .iter()
+            .filter(|m| config.provider_of(m).kind != ProviderKind::Files),
+        run,
+    )
+}
+
 /// `generate --dry-run`: per model, the items still to generate, how many the cache answers,
 /// and for the others the estimated input tokens, the most output tokens (the token cap
 /// each) and at most about what they cost. Reads the run, if it exists, unlocked; refuses what
@@ -553,14 +568,24 @@ fn dry_run(
     args: &GenerateArgs,
 ) -> anyhow::Result<String> {
     let mut keys: Vec<OutputKey> = Vec::new();
-    let mut name = "a new run".to_string();
+    let mut name = match &args.run {
+        Some(run) => format!("new run `{run}`"),
+        None => "a new run".to_string(),
+    };
     if let Some(run) = &args.run {
         let run_dir = RunDir::at(&config.runs_dir(), run)?;
         run_dir.refuse_without_manifest()?;
         if run_dir.exists() {
             name = format!("run `{run}`");
             let old = read_manifest(&run_dir)?;
-            keys = crate::engine::run_dir::read_jsonl_skipping_torn(&run_dir.file(OUTPUTS_FILE))?;
+            let outputs_path = run_dir.file(OUTPUTS_FILE);
+            keys = crate::engine::run_dir::read_jsonl_skipping_torn(&outputs_path)?;
+            crate::commands::refuse_foreign_outputs(
+                &outputs_path,
+                keys.iter().map(|k| (k.task.as_str(), k.model.as_str())),
+                suite,
+                &old,
+            )?;
             let recorded: std::collections::BTreeSet<&str> =
                 keys.iter().map(|k| k.model.as_str()).collect();
             let has_records = |id: &str| recorded.contains(id);
@@ -574,6 +599,9 @@ fn dry_run(
                 .into());
             }
             keep_recorded_prices(models, &old, &has_records);
+            if args.max_cost.is_some() {
+                refuse_unpriced_payers(config, models, Some(run))?;
+            }
         }
     }
     let items = pending_items(suite, models, &keys, args.retry_failed);
@@ -598,7 +626,13 @@ fn dry_run(
             let task = &suite.tasks[item.task];
             let wire = to_wire(provider, &chat_request(config, suite, task, &m.model));
             if !args.refresh
-                && crate::engine::calls::is_cached(&cache, http[&provider.name].config(), &wire, 1)
+                && crate::engine::calls::cached_reply(
+                    &cache,
+                    http[&provider.name].config(),
+                    &wire,
+                    1,
+                )
+                .is_some_and(|r| r.is_ok())
             {
                 cached += 1;
                 continue;

@@ -92,7 +92,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             (args.models.is_empty() || args.models.contains(&m.id))
                 && config.provider_of(m).kind != crate::config::ProviderKind::Files
         });
-        crate::engine::budget::refuse_unpriced(paying.chain(compare::llm_judges(&resolved)))?;
+        crate::engine::budget::refuse_unpriced(paying.chain(compare::llm_judges(&resolved)), None)?;
         crate::engine::budget::limit(usd);
     }
     // Every key the run will need, the models' and the judges', before anything is sent.

@@ -78,9 +78,12 @@ pub fn reached_note() -> Option<String> {
 }
 
 /// Refuses `--max-cost` when one of `payers` (the models and judges whose requests it would
-/// count) has no price: their spending could not be counted.
+/// count) has no price: their spending could not be counted. `run`: the prices are those run
+/// `run` keeps (a run costs a model at the price it first answered at), which judge.toml
+/// cannot change.
 pub fn refuse_unpriced<'a>(
     payers: impl IntoIterator<Item = &'a crate::config::ModelConfig>,
+    run: Option<&str>,
 ) -> Result<(), crate::error::JudgeError> {
     let unpriced: Vec<String> = payers
         .into_iter()
@@ -90,11 +93,19 @@ pub fn refuse_unpriced<'a>(
     if unpriced.is_empty() {
         return Ok(());
     }
+    let fix = match run {
+        None => format!(
+            "set price_input_per_mtok and price_output_per_mtok in {}, or drop --max-cost",
+            crate::config_name()
+        ),
+        Some(run) => format!(
+            "run `{run}` keeps the price it first costed a model at, so drop --max-cost, or generate into a new run"
+        ),
+    };
     Err(crate::error::JudgeError::usage(format!(
-        "--max-cost counts dollars at the configured prices, and {} ha{} none: set price_input_per_mtok and price_output_per_mtok in {}, or drop --max-cost",
+        "--max-cost counts dollars at the prices, and {} ha{} none: {fix}",
         unpriced.join(", "),
         if unpriced.len() == 1 { "s" } else { "ve" },
-        crate::config_name()
     )))
 }
 

@@ -74,17 +74,22 @@ pub fn cache_key_of(
         .to_string()
 }
 
-/// Whether `cache` holds a usable reply to `request` sent through `provider` as attempt
-/// `attempt` (what `judge compare --dry-run` counts as answered by the cache).
-pub fn is_cached(
+/// The reply `cache` holds to `request` sent through `provider` as attempt `attempt`, parsed
+/// as a call would take it (what a dry run counts as answered by the cache); `None` when
+/// there is none, or none a call would take.
+pub fn cached_reply(
     cache: &Cache,
     provider: &crate::config::ProviderConfig,
     request: &WireRequest,
     attempt: u32,
-) -> bool {
-    cache
-        .get(&cache_key(&canonical_of(provider, request, attempt)))
-        .is_some()
+) -> Option<Result<ChatReply, ProviderError>> {
+    let value = cache.get(&cache_key(&canonical_of(provider, request, attempt)))?;
+    match parse_reply_value(provider.kind, &value) {
+        Ok(reply) => Some(Ok(reply)),
+        // A judge's empty reply is cached (and unparsable); other errors never are.
+        Err(e) if e.class == crate::provider::ErrorClass::EmptyOutput => Some(Err(e)),
+        Err(_) => None,
+    }
 }
 
 /// The canonical request the cache keys `request` sent through `provider` by.

@@ -2230,3 +2230,43 @@ price_output_per_mtok = 1.0
     );
     assert!(!p.path().join("runs/capped/comparisons.jsonl").exists());
 }
+
+/// A call stopped between its attempts (here by --max-cost) leaves its first, unparsable reply
+/// in the cache: compare says what it cost though no record holds it, and a dry run counts the
+/// call's second attempt as a request still to make, not as answered by the cache.
+#[test]
+fn a_call_stopped_before_its_retry_is_counted_and_planned() {
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+    let server = FakeServer::start(move |req, n| {
+        if seen.lock().unwrap().insert(req.body.to_string()) {
+            Reply::ok("I cannot decide.")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml")
+            .replace("max_concurrency = 2", "max_concurrency = 1"),
+    );
+    let out = p.run(&["compare", "--run", "r", "--max-cost", "0.0001"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(server.count(), 1, "{}", text(&out));
+    assert!(
+        text(&out).contains("this invocation: 0 judgments, 0 from cache, $0.0001 spent")
+            && text(&out).contains(
+                "of that, $0.0001 went on first attempts of calls stopped before their retry"
+            ),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(
+            "judge `judge-1`: 6 call(s) to make, 0 answered by the cache; 6 request(s)"
+        ),
+        "{}",
+        text(&out)
+    );
+}

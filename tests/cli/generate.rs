@@ -1734,8 +1734,9 @@ fn max_cost_stops_starting_requests_at_the_limit() {
     let out = p.run(&["generate", "--run", "r", "--max-cost", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out)
-            .contains("--max-cost counts dollars at the configured prices, and `beta` has none"),
+        text(&out).contains(
+            "--max-cost counts dollars at the prices, and `beta` has none: set price_input_per_mtok"
+        ),
         "{}",
         text(&out)
     );
@@ -1779,6 +1780,42 @@ fn max_cost_stops_starting_requests_at_the_limit() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(server.count(), 10);
     assert_eq!(p.jsonl("runs/again/outputs.jsonl").len(), 10);
+    // A run keeps the price a model first answered at: beta, unpriced there, stays so.
+    assert_eq!(
+        p.run(&["generate", "--run", "b", "--model", "beta"])
+            .status
+            .code(),
+        Some(0)
+    );
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml").replace(
+            "family = \"beta-labs\"",
+            "family = \"beta-labs\"\nprice_input_per_mtok = 1.0\nprice_output_per_mtok = 1.0",
+        ),
+    );
+    for dry in [false, true] {
+        let mut args = vec![
+            "generate",
+            "--run",
+            "b",
+            "--model",
+            "beta",
+            "--max-cost",
+            "1",
+        ];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = p.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out)
+                .contains("`beta` has none: run `b` keeps the price it first costed a model at"),
+            "{}",
+            text(&out)
+        );
+    }
 }
 
 /// `generate --dry-run` asks nothing and writes nothing, and says per model what is left,
@@ -1807,7 +1844,7 @@ fn a_dry_run_prices_the_generation_without_asking() {
         )) && plan.contains("model `beta`: 3 item(s) to generate, 0 answered by the cache; 3 request(s)")
             && plan.contains("): unpriced\n")
             && plan.contains(&format!(
-                "a new run: 6 item(s) to generate in all, at most about {bound} for the priced models; `beta` unpriced."
+                "new run `r`: 6 item(s) to generate in all, at most about {bound} for the priced models; `beta` unpriced."
             )),
         "{plan}"
     );

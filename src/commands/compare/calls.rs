@@ -292,6 +292,8 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
     // An attempt whose tokens are unknown makes the call's usage and cost unknown: a sum of
     // the others would report a billed attempt as free.
     let mut usage_known = true;
+    // Attempts asked now whose reply gave no usage: their cost is unknown.
+    let mut unknown_attempts = 0usize;
     for attempt in 1..=2 {
         let refresh = ctx.refresh || call.retry;
         let use_ = CacheUse {
@@ -302,9 +304,12 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         let Some(result) = cached_call(&ctx.cache, http, &wire, use_, &ctx.stop).await else {
             // Stopped before the retry (Ctrl-C, --deadline, --max-cost): the call is not
             // recorded, and what its first attempt cost is said apart.
-            *ctx.unrecorded_usd
+            let mut lost = ctx
+                .unrecorded
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) += record.spent_usd;
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            lost.0 += record.spent_usd;
+            lost.1 += unknown_attempts;
             return None;
         };
         record.attempts = attempt;
@@ -324,9 +329,9 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         // Counted here, as the reply comes, not when the record reaches the writer: this
         // worker's next call must see it (--max-cost).
         if !result.from_cache {
-            crate::engine::budget::spend(
-                billed.and_then(|u| judge.cost_usd(u.input_tokens, u.output_tokens)),
-            );
+            let cost = billed.and_then(|u| judge.cost_usd(u.input_tokens, u.output_tokens));
+            unknown_attempts += usize::from(billed.is_none());
+            crate::engine::budget::spend(cost);
         }
         match billed {
             Some(u) if usage_known => {

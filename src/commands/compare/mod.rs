@@ -131,8 +131,9 @@ struct Ctx {
     health: Vec<calls::JudgeHealth>,
     /// The limits and sandbox of those checks ([`crate::commands::check::checks_basis`]).
     exec_basis: Option<serde_json::Value>,
-    /// What first attempts of calls stopped before their retry cost: spent, but in no record.
-    unrecorded_usd: std::sync::Mutex<f64>,
+    /// What first attempts of calls stopped before their retry cost, and how many of them
+    /// gave no usage: spent, but in no record.
+    unrecorded: std::sync::Mutex<(f64, usize)>,
 }
 
 /// The run's inputs, loaded and checked before anything is written.
@@ -183,7 +184,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     );
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     if let Some(usd) = args.max_cost {
-        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges))?;
+        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges), None)?;
         crate::engine::budget::limit(usd);
     }
     if !llm_judges(&inputs.judges).is_empty() {
@@ -263,7 +264,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         cache,
         checks,
         exec_basis,
-        unrecorded_usd: std::sync::Mutex::new(0.0),
+        unrecorded: std::sync::Mutex::new((0.0, 0)),
         seed: inputs.manifest.seed,
         // Moved, not copied: the outputs (their texts) are the bulk of a compare's memory.
         outputs: std::mem::take(&mut inputs.outputs)
@@ -385,15 +386,16 @@ fn finish(
         .filter(|m| m.price_input_per_mtok.is_some())
         .map(|m| m.id.as_str())
         .collect();
-    let unrecorded = *ctx
-        .unrecorded_usd
+    let (unrecorded, unrecorded_unknown) = *ctx
+        .unrecorded
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let spent_now: f64 = new_records.iter().map(|r| r.spent_usd).sum::<f64>() + unrecorded;
     let uncosted_now = new_records
         .iter()
         .filter(|r| !r.from_cache && (r.usage.is_none() || !priced.contains(r.judge.as_str())))
-        .count();
+        .count()
+        + unrecorded_unknown;
     let (judged_now, cached_now) = (
         new_records.len(),
         new_records.iter().filter(|r| r.from_cache).count(),
@@ -568,10 +570,10 @@ fn finish(
         run_dir.file(COMPARISONS_FILE).display(),
         crate::report::spent_phrase(spent_now, uncosted_now, "judgment"),
     );
-    if unrecorded > 0.0 {
+    if unrecorded > 0.0 || unrecorded_unknown > 0 {
         eprintln!(
             "of that, {} went on first attempts of calls stopped before their retry (an unparsable reply asked again): not recorded; a rerun takes those replies from the cache",
-            crate::report::format_usd(unrecorded)
+            crate::report::spent_phrase(unrecorded, unrecorded_unknown, "attempt")
         );
     }
     // A check that ended in `error` makes the exec judge's comparison failed.

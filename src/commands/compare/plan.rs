@@ -2,6 +2,7 @@
 //! call is made or anything is written.
 
 use super::*;
+use crate::provider::{ChatReply, ProviderError};
 use crate::report::format_usd;
 
 /// One judge's share of the calls still to make.
@@ -45,13 +46,32 @@ pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> 
         let provider = ctx.http[&judge.provider].config();
         // A refresh or a retry of a failure asks afresh whatever the cache holds.
         let fresh = ctx.refresh || call.retry;
-        if !fresh && crate::engine::calls::is_cached(&ctx.cache, provider, &wire, 1) {
+        let cached = |attempt| {
+            (!fresh)
+                .then(|| crate::engine::calls::cached_reply(&ctx.cache, provider, &wire, attempt))
+                .flatten()
+        };
+        let verdict = |reply: &Result<ChatReply, ProviderError>| {
+            reply.as_ref().is_ok_and(|r| {
+                r.finish_reason.as_deref() != Some("length")
+                    && crate::verdict::parse_verdict(&r.text).is_ok()
+            })
+        };
+        let requests = match cached(1) {
+            // A reply with a verdict: nothing to ask.
+            Some(first) if verdict(&first) => 0,
+            // An unparsable one is asked once more, unless that is cached too.
+            Some(_) if cached(2).is_some() => 0,
+            Some(_) => 1,
+            // A retry of a reply recorded as unparsable most likely breaks the format again,
+            // and is then asked twice: counted so.
+            None if call.retry_of_unparsable => 2,
+            None => 1,
+        };
+        if requests == 0 {
             plan.cached += 1;
             continue;
         }
-        // A retry of a reply recorded as unparsable most likely breaks the format again, and
-        // is then asked twice: counted so.
-        let requests = if call.retry_of_unparsable { 2 } else { 1 };
         plan.requests += requests;
         plan.input_tokens += requests * wire.estimated_tokens.saturating_sub(cap);
         plan.output_tokens_max += requests * cap;
