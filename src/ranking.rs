@@ -100,6 +100,10 @@ pub struct Fitted {
     pub failed: u64,
     /// Human-readable warnings (disconnected graph, models without games).
     pub warnings: Vec<String>,
+    /// How much wider the win-rate intervals are when whole tasks are resampled: the median
+    /// over models of the task bootstrap's width over the comparison bootstrap's (see
+    /// [`RankParams::cluster_check`]; `None` when not looked at).
+    pub task_width_ratio: Option<f64>,
 }
 
 /// Why rows cannot be ranked.
@@ -394,6 +398,15 @@ fn fit_all(
     // Per model: one whose record is the same on every task has a narrower task interval,
     // which must not hide the models whose intervals are understated.
     let looked_at = clustering.iter().flatten().flatten().count();
+    let task_width_ratio = {
+        let mut ratios: Vec<f64> = clustering.iter().flatten().flatten().copied().collect();
+        ratios.sort_by(f64::total_cmp);
+        match ratios.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(ratios[n / 2]),
+            n => Some((ratios[n / 2 - 1] + ratios[n / 2]) / 2.0),
+        }
+    };
     let bar = clustered_above(input.n_tasks(), looked_at);
     let mut wider: Vec<(f64, &str)> = clustering
         .iter()
@@ -524,6 +537,7 @@ fn fit_all(
         both_bad,
         failed,
         warnings,
+        task_width_ratio,
     }))
 }
 
@@ -1170,6 +1184,16 @@ mod tests {
             plain.push(row(t % 3, (t + 1) % 3, o, t / 3));
         }
         assert_eq!(clustered_warning(&plain, checked), None);
+        // The median widening is given whether or not it warns: well above 1 for blocks,
+        // under the bar for the plain rows (whose tasks each hold one win, loss and tie, so
+        // resampling tasks varies less), and not at all unless asked by the comparison unit.
+        let ratio =
+            |rows: &[Row], p: RankParams| rank(&models, rows, p, &[]).unwrap().task_width_ratio;
+        assert!(ratio(&blocks, checked).is_some_and(|r| r > 2.0));
+        let plain_ratio = ratio(&plain, checked);
+        assert!(plain_ratio.is_some_and(|r| r < 1.25), "{plain_ratio:?}");
+        assert_eq!(ratio(&blocks, params()), None);
+        assert_eq!(ratio(&blocks, by_task), None);
     }
 
     #[test]

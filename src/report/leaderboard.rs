@@ -53,6 +53,10 @@ pub struct Leaderboard {
     pub comparisons: Totals,
     pub note: &'static str,
     pub warnings: Vec<String>,
+    /// With `rank --run` over 30 tasks or more and the comparison unit: how much wider the
+    /// win-rate intervals are when whole tasks are resampled (median over models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_unit_width_ratio: Option<f64>,
     pub models: Vec<Standing>,
 }
 
@@ -123,12 +127,21 @@ impl Leaderboard {
             },
             note: OVERLAP_NOTE,
             warnings: fitted.warnings,
+            task_unit_width_ratio: fitted.task_width_ratio,
             models: fitted.standings,
         }
     }
 
     /// The header line; the judge's name (a battles file's own text) escaped for the terminal,
     /// or as Markdown text when `markdown`.
+    /// The line that says how much the intervals would widen resampled by task, when looked at.
+    fn clustering_line(&self) -> Option<String> {
+        let r = self.task_unit_width_ratio?;
+        Some(format!(
+            "by task: resampling whole tasks gives win-rate intervals {r:.2}× as wide (median over models); comparisons of one task are correlated, so for decisions prefer --bootstrap-unit task"
+        ))
+    }
+
     fn header_line(&self, markdown: bool) -> String {
         let h = &self.header;
         let judge = h.judge.as_deref().map_or("n/a".to_string(), |j| {
@@ -250,13 +263,14 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
                 .map(|w| format!("warning: {}\n", crate::report::printable(w)))
                 .collect();
             format!(
-                "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n{warnings}",
+                "{}\n{}{}\ncomparisons: {} rated, {} both bad, {} failed (both bad and failed are excluded from ratings)\n{}{warnings}",
                 lb.header_line(false),
                 render_table_aligned(&table, 2),
                 OVERLAP_NOTE,
                 c.rated,
                 c.both_bad,
-                c.failed
+                c.failed,
+                lb.clustering_line().map_or(String::new(), |l| format!("{l}\n")),
             )
             .into_bytes()
         }
@@ -285,10 +299,12 @@ pub fn render_leaderboard(lb: &Leaderboard, format: Format) -> Vec<u8> {
                 .map(|w| format!("\n> **Warning:** {}\n", crate::report::printable(w)))
                 .collect();
             format!(
-                "{}\n\n{}\n{}\n{warnings}",
+                "{}\n\n{}\n{}\n{}{warnings}",
                 lb.header_line(true),
                 render_markdown(&header, &rows),
-                OVERLAP_NOTE
+                OVERLAP_NOTE,
+                lb.clustering_line()
+                    .map_or(String::new(), |l| format!("\n{l}\n")),
             )
             .into_bytes()
         }

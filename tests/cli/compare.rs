@@ -5,6 +5,11 @@ use crate::common::{FakeServer, Project, Received, Reply, text};
 /// Two hand-written answer sets (`good` says MARKER, `bad` does not) on three tasks, and one
 /// judge at `url`.
 fn project(url: &str, judge_family: &str) -> Project {
+    project_of(3, url, judge_family)
+}
+
+/// [`project`] with `tasks` tasks.
+fn project_of(tasks: usize, url: &str, judge_family: &str) -> Project {
     let config = format!(
         r#"
 [run]
@@ -42,8 +47,8 @@ price_input_per_mtok = 1.0
 price_output_per_mtok = 1.0
 "#
     );
-    let p = Project::with_suite(3, &config);
-    for i in 1..=3 {
+    let p = Project::with_suite(tasks, &config);
+    for i in 1..=tasks {
         p.write(
             &format!("suites/demo/answers/good/t{i:02}.md"),
             &format!("MARKER solution {i}"),
@@ -2269,4 +2274,56 @@ fn a_call_stopped_before_its_retry_is_counted_and_planned() {
         "{}",
         text(&out)
     );
+}
+
+/// A run's leaderboard over 30 tasks or more says how much wider its win-rate intervals would
+/// be resampled by task (comparisons of one task are correlated), warning or not.
+#[test]
+fn a_runs_leaderboard_says_how_much_resampling_tasks_widens_it() {
+    let server = FakeServer::start(|req, n| {
+        // Good wins, except on every third task, where the judge ties: tasks differ.
+        if fenced(req, "ANSWER_1").contains(" 3") || fenced(req, "ANSWER_2").contains(" 3") {
+            reply("VERDICT: TIE")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project_of(30, &server.url, "judge-labs");
+    // A third model, so that every task holds several comparisons.
+    for i in 1..=30 {
+        p.write(
+            &format!("suites/demo/answers/other/t{i:02}.md"),
+            &format!("another solution {i}"),
+        );
+    }
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &format!("{config}\n[[models]]\nid = \"third\"\nprovider = \"answers\"\nmodel = \"other\"\nfamily = \"handwritten-other\"\n"),
+    );
+    assert_eq!(p.run(&["generate", "--run", "r"]).status.code(), Some(0));
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    let out = p.run(&["rank", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("by task: resampling whole tasks gives win-rate intervals ")
+            && table.contains("× as wide (median over models)"),
+        "{table}"
+    );
+    let board: serde_json::Value =
+        serde_json::from_str(&p.read("runs/r/leaderboard.json")).unwrap();
+    assert!(board["task_unit_width_ratio"].as_f64().is_some(), "{board}");
+    // Not with the task unit (it is what that unit shows).
+    let out = p.run(&[
+        "rank",
+        "--run",
+        "r",
+        "--bootstrap-unit",
+        "task",
+        "--format",
+        "json",
+    ]);
+    let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(board.get("task_unit_width_ratio").is_none(), "{board}");
 }
