@@ -137,8 +137,13 @@ impl Leaderboard {
     /// The line that says how much the intervals would widen resampled by task, when looked at.
     fn clustering_line(&self) -> Option<String> {
         let r = self.task_unit_width_ratio?;
+        let advice = if r > 1.05 {
+            "comparisons of one task are correlated, so for decisions prefer --bootstrap-unit task"
+        } else {
+            "the tasks make the comparisons no more alike than chance would"
+        };
         Some(format!(
-            "by task: resampling whole tasks gives win-rate intervals {r:.2}× as wide (median over models); comparisons of one task are correlated, so for decisions prefer --bootstrap-unit task"
+            "by task: resampling whole tasks gives win-rate intervals {r:.2}× as wide (median over models); {advice}"
         ))
     }
 
