@@ -198,6 +198,12 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub deadline: Option<std::time::Duration>,
 
+    /// Only the first N tasks of the suite (in id order): a trial before the whole suite. The
+    /// run stays incomplete; the same command without --limit generates the rest into it (the
+    /// trial's outputs are kept), and compare judges what has outputs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+
     /// Make no request and write nothing: print, per model, the items still to generate, how
     /// many the cache answers, and for the others an estimate of input tokens, the most
     /// output tokens (max_tokens each) and what they could cost at the model's price.
@@ -437,6 +443,12 @@ pub struct RunArgs {
     /// Leaderboard format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::report::Format,
+
+    /// Only the first N tasks of the suite (in id order): a trial before the whole suite; see
+    /// `judge generate --help`. What is not generated is not judged, and the leaderboard says
+    /// so (exit 1); the same command without --limit goes on.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
 
     /// Stop starting requests once the run's generation and judging in this invocation have
     /// cost this many dollars (e.g. 5, 12.50) at the configured prices; see `judge generate

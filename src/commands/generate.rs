@@ -74,7 +74,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         // Not locked yet: read as it is, repaired by nothing (a writer may be appending).
         let keys: Vec<OutputKey> = crate::engine::run_dir::read_jsonl_skipping_torn(&outputs)?;
         let one = std::slice::from_ref(m);
-        Ok(!pending_items(&suite, one, &keys, args.retry_failed).is_empty())
+        Ok(!pending_items(
+            &suite,
+            one,
+            &keys,
+            args.retry_failed,
+            args.limit.map(|n| n as usize),
+        )
+        .is_empty())
     };
     refuse_missing_answer_sets(&config, &suite, &models, replays)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
@@ -185,7 +192,19 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
 
     let outputs_path = run_dir.file(OUTPUTS_FILE);
     let existing: Vec<OutputKey> = read_jsonl_repairing(&outputs_path)?;
-    let items = pending_items(&suite, &models, &existing, args.retry_failed);
+    let items = pending_items(
+        &suite,
+        &models,
+        &existing,
+        args.retry_failed,
+        args.limit.map(|n| n as usize),
+    );
+    if let Some(n) = args.limit.filter(|&n| (n as usize) < suite.tasks.len()) {
+        eprintln!(
+            "note: --limit {n}: the first {n} of the suite's {} tasks; the others wait for the same command without --limit (run `{run_name}` keeps these)",
+            suite.tasks.len()
+        );
+    }
     if resumed {
         warn_edited_answers(&config, &suite, &models, &outputs_path)?;
     }
@@ -604,7 +623,13 @@ fn dry_run(
             }
         }
     }
-    let items = pending_items(suite, models, &keys, args.retry_failed);
+    let items = pending_items(
+        suite,
+        models,
+        &keys,
+        args.retry_failed,
+        args.limit.map(|n| n as usize),
+    );
     let cache = Cache::new(config.cache_dir());
     let cap = u64::from(config.run.max_tokens);
     let mut out = String::new();
@@ -805,13 +830,15 @@ fn pending_items(
     models: &[ModelConfig],
     existing: &[OutputKey],
     retry_failed: bool,
+    limit: Option<usize>,
 ) -> Vec<Item> {
     let mut latest: BTreeMap<(&str, &str), &OutputKey> = BTreeMap::new();
     for r in existing {
         latest.insert((r.task.as_str(), r.model.as_str()), r);
     }
     let mut items = Vec::new();
-    for (ti, task) in suite.tasks.iter().enumerate() {
+    let tasks = limit.unwrap_or(usize::MAX).min(suite.tasks.len());
+    for (ti, task) in suite.tasks[..tasks].iter().enumerate() {
         for (mi, model) in models.iter().enumerate() {
             let (pending, replaces) = match latest.get(&(task.id.as_str(), model.id.as_str())) {
                 None => (true, None),

@@ -160,6 +160,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             // Set once for the whole run, above.
             max_cost: None,
             dry_run: false,
+            limit: args.limit,
         },
     )?;
     // Past --max-cost nothing more can be asked: judging what generation left would rank

@@ -1894,3 +1894,30 @@ fn max_cost_warns_of_replies_it_cannot_count() {
     let warning = "warning: a request came back without usage (a failure, or a server that does not report tokens): --max-cost cannot count its cost";
     assert_eq!(text(&out).matches(warning).count(), 1, "{}", text(&out));
 }
+
+/// `--limit N` generates the first N tasks only, a trial; the same command without it goes on
+/// in the same run, asking only for the rest.
+#[test]
+fn limit_generates_the_first_tasks_and_the_run_goes_on_without_it() {
+    let server = FakeServer::start(echo);
+    let p = Project::with_suite(5, &config(&server.url, ""));
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha", "--limit", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("note: --limit 2: the first 2 of the suite's 5 tasks; the others wait for the same command without --limit (run `r` keeps these)"),
+        "{}",
+        text(&out)
+    );
+    let tasks: Vec<String> = p
+        .jsonl("runs/r/outputs.jsonl")
+        .iter()
+        .map(|o| o["task"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(tasks, ["t01", "t02"]);
+    let out = p.run(&["generate", "--run", "r", "--model", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 5);
+    assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 5);
+    let out = p.run(&["generate", "--run", "z", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
