@@ -451,8 +451,8 @@ pub struct RunArgs {
     pub limit: Option<u64>,
 
     /// Stop starting requests once the run's generation and judging in this invocation have
-    /// cost this many dollars (e.g. 5, 12.50) at the configured prices; see `judge generate
-    /// --help`. Reached during generation, nothing is judged or ranked (exit 1); a rerun goes
+    /// cost this many dollars (e.g. 5, 12.50, $20) at the models' and judges' prices; see
+    /// `judge generate --help`. Reached during generation, nothing is judged or ranked (exit 1); a rerun goes
     /// on. Every model and judge it pays for needs a price.
     #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
     pub max_cost: Option<f64>,

@@ -38,6 +38,8 @@ struct Ctx {
     stop: Arc<Stop>,
     /// The run got its default name from this invocation (no `--run`).
     named_here: bool,
+    /// `--limit`: the first this many tasks only.
+    limit: Option<usize>,
 }
 
 /// One (task, model) to produce.
@@ -86,7 +88,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     refuse_missing_answer_sets(&config, &suite, &models, replays)?;
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     if let Some(usd) = args.max_cost {
-        refuse_unpriced_payers(&config, &models, None)?;
+        // An existing run's prices are checked once read (it keeps a model's first price).
+        let existing = args
+            .run
+            .as_ref()
+            .is_some_and(|r| config.runs_dir().join(r).join("manifest.json").is_file());
+        if !existing {
+            refuse_unpriced_payers(&config, &models, &|_| false, "")?;
+        }
         crate::engine::budget::limit(usd);
     }
     if args.dry_run {
@@ -136,7 +145,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         keep_recorded_prices(&mut models, &old, &has_records);
         // A model the run costed at no price stays unpriced, whatever judge.toml says now.
         if args.max_cost.is_some() {
-            refuse_unpriced_payers(&config, &models, Some(&run_name))?;
+            refuse_unpriced_payers(&config, &models, &has_records, &run_name)?;
         }
         // The suite is the same: a run recorded with the hash over answers/ too, or without
         // file digests, is brought up to date (later answer sets can join it, and a later
@@ -226,6 +235,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         refresh: args.refresh,
         stop: stop.clone(),
         named_here: args.run.is_none(),
+        limit: args.limit.map(|n| n as usize),
     });
 
     let progress = Progress::new(items.len() as u64, cli.quiet, "generate");
@@ -469,12 +479,23 @@ fn finish(
             },
         )
     })?;
+    // What this invocation was to do: its models on the tasks in scope (the first --limit).
+    let in_scope = ctx.limit.unwrap_or(usize::MAX).min(ctx.suite.tasks.len());
+    let scope: std::collections::BTreeSet<&str> = ctx.suite.tasks[..in_scope]
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect();
+    let selected: std::collections::BTreeSet<&str> =
+        ctx.models.iter().map(|m| m.id.as_str()).collect();
     let mut tally = GenerationTally::default();
-    for_each_jsonl(&path, |r: OutputRecord| tally.add(&r))?;
-    let done: u64 = ctx.models.iter().map(|m| tally.records(&m.id)).sum();
+    let mut done: u64 = 0;
+    for_each_jsonl(&path, |r: OutputRecord| {
+        done += u64::from(scope.contains(r.task.as_str()) && selected.contains(r.model.as_str()));
+        tally.add(&r);
+    })?;
     let failed: u64 = ctx.models.iter().map(|m| tally.failed(&m.id)).sum();
-    let expected = (ctx.suite.tasks.len() * ctx.models.len()) as u64;
-    let complete = done == expected;
+    let expected = (in_scope * ctx.models.len()) as u64;
+    let complete = done >= expected;
     let stop_reason = ctx.stop.reason();
     // The run's status covers every model in it, not only this invocation's (a resume with
     // --model for one of them does not make the run complete); a model not selected that has
@@ -496,10 +517,12 @@ fn finish(
     write_json_atomic(&run_dir.file("manifest.json"), manifest)?;
 
     eprint!("{}", tally.render(&ctx.models));
+    // A trial's suggested commands keep to its tasks: without it they would run the suite.
+    let limit_flag = ctx.limit.map_or(String::new(), |n| format!(" --limit {n}"));
     if let Some(line) = tally.failure_line(&ctx.models) {
         // The models this invocation was given, when not every configured one: without them
         // the suggested commands would add the others to the run.
-        let filter: String = if ctx.models.len() < ctx.config.models.len() {
+        let mut filter: String = if ctx.models.len() < ctx.config.models.len() {
             ctx.models
                 .iter()
                 .map(|m| format!(" --model {}", m.id))
@@ -507,6 +530,7 @@ fn finish(
         } else {
             String::new()
         };
+        filter.push_str(&limit_flag);
         eprintln!(
             "{} (each record's `error` in {OUTPUTS_FILE} says more; to ask again: `judge generate --run {name}{filter} --retry-failed`, then `judge compare --run {name}` to judge the new outputs; or both: `judge run --run {name}{filter} --retry-failed`)",
             crate::report::printable(&line),
@@ -541,16 +565,16 @@ fn finish(
         Some(StopReason::Io(msg)) => Err(anyhow::anyhow!(msg)),
         None if !complete && let Some(note) = crate::engine::budget::reached_note() => {
             eprintln!(
-                "{note}; {} item(s) not done; rerun with --run {} (and a new --max-cost) to go on",
-                expected - done,
+                "{note}; {} item(s) not done; rerun with --run {}{limit_flag} (and a new --max-cost) to go on",
+                expected.saturating_sub(done),
                 run_dir.name()
             );
             Ok(Outcome::ItemsFailed)
         }
         None if !complete && ctx.stop.past_deadline() => {
-            let missing = expected - done;
+            let missing = expected.saturating_sub(done);
             eprintln!(
-                "deadline reached: {missing} item(s) not done (not started, or retries cut short); rerun with --run {} to resume",
+                "deadline reached: {missing} item(s) not done (not started, or retries cut short); rerun with --run {}{limit_flag} to resume",
                 run_dir.name()
             );
             Ok(Outcome::ItemsFailed)
@@ -560,19 +584,21 @@ fn finish(
     }
 }
 
-/// Refuses `--max-cost` for a model to ask (not an answer set) that has no price (in run
-/// `run`, the price the run keeps).
+/// Refuses `--max-cost` for a model to ask (not an answer set) that has no price: judge.toml's,
+/// or for a model with records in run `run` (`answered`) the price the run keeps.
 fn refuse_unpriced_payers(
     config: &Config,
     models: &[ModelConfig],
-    run: Option<&str>,
+    answered: &dyn Fn(&str) -> bool,
+    run: &str,
 ) -> Result<(), JudgeError> {
-    crate::engine::budget::refuse_unpriced(
+    let asked = || {
         models
             .iter()
-            .filter(|m| config.provider_of(m).kind != ProviderKind::Files),
-        run,
-    )
+            .filter(|m| config.provider_of(m).kind != ProviderKind::Files)
+    };
+    crate::engine::budget::refuse_unpriced(asked().filter(|m| !answered(&m.id)), None)?;
+    crate::engine::budget::refuse_unpriced(asked().filter(|m| answered(&m.id)), Some(run))
 }
 
 /// `generate --dry-run`: per model, the items still to generate, how many the cache answers,
@@ -619,7 +645,7 @@ fn dry_run(
             }
             keep_recorded_prices(models, &old, &has_records);
             if args.max_cost.is_some() {
-                refuse_unpriced_payers(config, models, Some(run))?;
+                refuse_unpriced_payers(config, models, &has_records, run)?;
             }
         }
     }

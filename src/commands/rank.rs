@@ -166,6 +166,10 @@ pub fn run(cli: &Cli, args: &RankArgs) -> anyhow::Result<Outcome> {
         }
     }
     let board = Leaderboard::new(input.header, fitted);
+    // Likewise the by-task line (a CSV has no place for it).
+    if !carried && let Some(line) = board.clustering_line() {
+        eprintln!("{line}");
+    }
     if let Some(dir) = &run_dir {
         // The latest rank of the run, and one copy per judge that survives ranking another.
         let judge_file = board

@@ -64,6 +64,29 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                 )?;
             let judged = compare::judged_by(&judgments);
             compare::refuse_changed_judge_setup(&config, &manifest, name, &resolved, &judged)?;
+            // A judge that has judged in the run keeps the run's price for it: one the run
+            // costed at none is refused now, before generation spends anything.
+            if args.max_cost.is_some() {
+                let unpriced: Vec<String> = compare::llm_judges(&resolved)
+                    .into_iter()
+                    .filter(|j| judged.contains(&j.id))
+                    .filter(|j| {
+                        manifest.judge_entry(&j.id).is_some_and(|e| {
+                            e.get("price_input_per_mtok").is_none_or(|p| p.is_null())
+                                || e.get("price_output_per_mtok").is_none_or(|p| p.is_null())
+                        })
+                    })
+                    .map(|j| j.id.clone())
+                    .collect();
+                if !unpriced.is_empty() {
+                    return Err(crate::error::JudgeError::usage(format!(
+                        "--max-cost counts dollars at the prices, and judge(s) {} ha{} none in run `{name}`, which keeps the price it first costed a judge at: drop --max-cost, or judge into a new run",
+                        unpriced.iter().map(|j| format!("`{j}`")).collect::<Vec<_>>().join(", "),
+                        if unpriced.len() == 1 { "s" } else { "ve" },
+                    ))
+                    .into());
+                }
+            }
             // The prompt this version would judge with, against the one the run was judged
             // with (a changed suite is refused by generate, before anything is spent, anyway).
             if let Ok(suite) = crate::suite::load_suite(&config.suites_dir(), &manifest.suite.name)
@@ -88,11 +111,23 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     compare::refuse_own_family(&config, &resolved, &ranked)?;
     compare::warn_shared_makers(&resolved, &ranked);
     if let Some(usd) = args.max_cost {
-        let paying = config.models.iter().filter(|m| {
-            (args.models.is_empty() || args.models.contains(&m.id))
-                && config.provider_of(m).kind != crate::config::ProviderKind::Files
-        });
-        crate::engine::budget::refuse_unpriced(paying.chain(compare::llm_judges(&resolved)), None)?;
+        // A new run's payers all need judge.toml's prices, judges included, before anything
+        // is generated; an existing run keeps the prices it costed its models and judges at,
+        // which generate and compare check.
+        let existing = args
+            .run
+            .as_ref()
+            .is_some_and(|r| config.runs_dir().join(r).join("manifest.json").is_file());
+        if !existing {
+            let paying = config.models.iter().filter(|m| {
+                (args.models.is_empty() || args.models.contains(&m.id))
+                    && config.provider_of(m).kind != crate::config::ProviderKind::Files
+            });
+            crate::engine::budget::refuse_unpriced(
+                paying.chain(compare::llm_judges(&resolved)),
+                None,
+            )?;
+        }
         crate::engine::budget::limit(usd);
     }
     // Every key the run will need, the models' and the judges', before anything is sent.
@@ -157,8 +192,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             refresh: false,
             retry_failed: args.retry_failed,
             deadline: None,
-            // Set once for the whole run, above.
-            max_cost: None,
+            // The limit is set once for the whole run, above; generate checks the prices the
+            // run keeps.
+            max_cost: args.max_cost,
             dry_run: false,
             limit: args.limit,
         },
@@ -167,7 +203,9 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
     // a run that is not whole.
     if let Some(note) = crate::engine::budget::reached_note() {
         eprintln!(
-            "not judged or ranked: {note}; rerun `judge run --run {run_name}` with a new --max-cost to go on"
+            "not judged or ranked: {note}; rerun `judge run --run {run_name}{}` with a new --max-cost to go on",
+            args.limit
+                .map_or(String::new(), |n| format!(" --limit {n}"))
         );
         return Ok(Outcome::ItemsFailed);
     }
@@ -190,7 +228,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             retry_failed: args.retry_failed,
             deadline: None,
             dry_run: false,
-            max_cost: None,
+            max_cost: args.max_cost,
         },
     )
     .map_err(resumable)?;

@@ -135,7 +135,7 @@ impl Leaderboard {
     /// The header line; the judge's name (a battles file's own text) escaped for the terminal,
     /// or as Markdown text when `markdown`.
     /// The line that says how much the intervals would widen resampled by task, when looked at.
-    fn clustering_line(&self) -> Option<String> {
+    pub fn clustering_line(&self) -> Option<String> {
         let r = self.task_unit_width_ratio?;
         let advice = if r > 1.05 {
             "comparisons of one task are correlated, so for decisions prefer --bootstrap-unit task"

@@ -2327,3 +2327,34 @@ fn a_runs_leaderboard_says_how_much_resampling_tasks_widens_it() {
     let board: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(board.get("task_unit_width_ratio").is_none(), "{board}");
 }
+
+/// `judge run --max-cost` on a run whose judge was costed at no price: refused before anything
+/// is generated (the run keeps that price, whatever judge.toml says now).
+#[test]
+fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let priced = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &priced
+            .replace("price_input_per_mtok = 1.0\n", "")
+            .replace("price_output_per_mtok = 1.0\n", ""),
+    );
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
+    p.write("judge.toml", &priced);
+    for args in [
+        &["run", "--run", "r", "--max-cost", "1"][..],
+        &["compare", "--run", "r", "--max-cost", "1"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("run `r`, which keeps the price it first costed")
+                || text(&out).contains("run `r` keeps the price it first costed"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    assert_eq!(server.count(), 6);
+}

@@ -1816,6 +1816,26 @@ fn max_cost_stops_starting_requests_at_the_limit() {
             text(&out)
         );
     }
+    // And the other way round: alpha, priced in run `r`, keeps that price with none in
+    // judge.toml, so the limit can count it.
+    p.write(
+        "judge.toml",
+        &p.read("judge.toml").replace(
+            "price_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0\n",
+            "",
+        ),
+    );
+    assert!(!p.read("judge.toml").contains("price_output_per_mtok = 2.0"));
+    let out = p.run(&[
+        "generate",
+        "--run",
+        "r",
+        "--model",
+        "alpha",
+        "--max-cost",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
 /// `generate --dry-run` asks nothing and writes nothing, and says per model what is left,
@@ -1920,4 +1940,29 @@ fn limit_generates_the_first_tasks_and_the_run_goes_on_without_it() {
     assert_eq!(p.jsonl("runs/r/outputs.jsonl").len(), 5);
     let out = p.run(&["generate", "--run", "z", "--limit", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // A trial finished is done, also when it passed a --max-cost on its way ($0.0002 a call,
+    // two at once).
+    let out = p.run(&[
+        "generate",
+        "--run",
+        "t",
+        "--model",
+        "alpha",
+        "--limit",
+        "2",
+        "--max-cost",
+        "0.0003",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("item(s) not done"), "{}", text(&out));
+    // A trial's failures are asked again within the trial.
+    let failing = FakeServer::start(|_, _| Reply::status(400, "bad request"));
+    let p = Project::with_suite(5, &config(&failing.url, ""));
+    let out = p.run(&["generate", "--run", "f", "--model", "alpha", "--limit", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("`judge generate --run f --model alpha --limit 2 --retry-failed`"),
+        "{}",
+        text(&out)
+    );
 }

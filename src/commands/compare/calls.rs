@@ -330,7 +330,8 @@ async fn one_judge_call(ctx: Arc<Ctx>, call: Call) -> Option<JudgmentRecord> {
         // worker's next call must see it (--max-cost).
         if !result.from_cache {
             let cost = billed.and_then(|u| judge.cost_usd(u.input_tokens, u.output_tokens));
-            unknown_attempts += usize::from(billed.is_none());
+            // No usage, or no price: either way its cost is not known.
+            unknown_attempts += usize::from(cost.is_none());
             crate::engine::budget::spend(cost);
         }
         match billed {

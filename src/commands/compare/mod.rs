@@ -184,7 +184,17 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     );
     let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
     if let Some(usd) = args.max_cost {
-        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges), None)?;
+        // A judge that has judged in the run is costed at the price the run keeps for it.
+        let judged = judged_by(&existing);
+        let llm = llm_judges(&inputs.judges);
+        crate::engine::budget::refuse_unpriced(
+            llm.iter().copied().filter(|j| !judged.contains(&j.id)),
+            None,
+        )?;
+        crate::engine::budget::refuse_unpriced(
+            llm.iter().copied().filter(|j| judged.contains(&j.id)),
+            Some(inputs.run_dir.name()),
+        )?;
         crate::engine::budget::limit(usd);
     }
     if !llm_judges(&inputs.judges).is_empty() {
