@@ -89,11 +89,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
     if let Some(usd) = args.max_cost {
         // An existing run's prices are checked once read (it keeps a model's first price).
-        let existing = args
-            .run
-            .as_ref()
-            .is_some_and(|r| config.runs_dir().join(r).join("manifest.json").is_file());
-        if !existing {
+        if !crate::commands::run_exists(&config, args.run.as_deref()) {
             refuse_unpriced_payers(&config, &models, &|_| false, "")?;
         }
         crate::engine::budget::limit(usd);

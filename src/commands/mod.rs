@@ -150,6 +150,11 @@ pub fn edited_suite_warning(
     ))
 }
 
+/// Whether `run` names a run that exists (its manifest is written); `None`, a new run.
+pub fn run_exists(config: &crate::config::Config, run: Option<&str>) -> bool {
+    run.is_some_and(|r| config.runs_dir().join(r).join("manifest.json").is_file())
+}
+
 /// How a loaded run is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hold {

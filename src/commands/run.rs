@@ -114,11 +114,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         // A new run's payers all need judge.toml's prices, judges included, before anything
         // is generated; an existing run keeps the prices it costed its models and judges at,
         // which generate and compare check.
-        let existing = args
-            .run
-            .as_ref()
-            .is_some_and(|r| config.runs_dir().join(r).join("manifest.json").is_file());
-        if !existing {
+        if !crate::commands::run_exists(&config, args.run.as_deref()) {
             let paying = config.models.iter().filter(|m| {
                 (args.models.is_empty() || args.models.contains(&m.id))
                     && config.provider_of(m).kind != crate::config::ProviderKind::Files
@@ -157,10 +153,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
         compare::refuse_exec_without_checks(&suite)?;
         // A new run judged by its checks: a check that does not compile would make every
         // comparison of its task fail, and fixing it later needs another run.
-        let new_run = args
-            .run
-            .as_ref()
-            .is_none_or(|r| !config.runs_dir().join(r).join("manifest.json").is_file());
+        let new_run = !crate::commands::run_exists(&config, args.run.as_deref());
         let uncompilable = if new_run {
             crate::commands::check::uncompilable_checks(&suite)
         } else {

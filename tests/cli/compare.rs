@@ -2057,14 +2057,8 @@ fn a_dry_run_counts_the_calls_and_their_cost_without_making_them() {
     let plan = String::from_utf8_lossy(&out.stdout);
     let head =
         "judge `judge-1`: 6 call(s) to make, 0 answered by the cache; 6 request(s) of about ";
-    assert!(plan.starts_with(head), "{plan}");
     // The bound is the estimated input and the capped output at $1 per million each.
-    let input: u64 = plan[head.len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let input = crate::common::tokens_after(&plan, head);
     assert!(input > 6 * 100, "the prompts' characters / 4: {plan}");
     let bound = format!("${:.4}", (input + 6144) as f64 / 1e6);
     assert!(

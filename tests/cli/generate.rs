@@ -1849,13 +1849,7 @@ fn a_dry_run_prices_the_generation_without_asking() {
     let plan = String::from_utf8_lossy(&out.stdout);
     let head =
         "model `alpha`: 3 item(s) to generate, 0 answered by the cache; 3 request(s) of about ";
-    assert!(plan.starts_with(head), "{plan}");
-    let input: u64 = plan[head.len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let input = crate::common::tokens_after(&plan, head);
     // $1 per million input tokens, $2 per million output tokens, 256 tokens at most each.
     let bound = format!("${:.4}", (input as f64 + 2.0 * 768.0) / 1e6);
     assert!(

@@ -382,3 +382,14 @@ pub fn files_config(models: &[(&str, &str, &str)]) -> String {
     }
     config
 }
+
+/// The number a dry run's plan gives right after `head` (its estimated input tokens), the plan
+/// checked to open with `head`.
+pub fn tokens_after(plan: &str, head: &str) -> u64 {
+    assert!(plan.starts_with(head), "{plan}");
+    plan[head.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after the head: {plan}"))
+}
