@@ -437,7 +437,7 @@ fn from_run(
             )
         } else {
             format!(
-                "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish); finish them (`judge generate --run {run}{model_flags}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
+                "{missing} comparison(s) of judge `{judge}` are missing (compare or generate did not finish, or generate was a trial with --limit); finish them (`judge generate --run {run}{model_flags}`, then `judge compare --run {run} --judge {judge}`) before trusting this leaderboard"
             )
         });
     }

@@ -619,7 +619,8 @@ fn an_output_not_generated_yet_is_left_out_not_lost() {
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(1), "unfinished: {}", text(&out));
     assert!(
-        text(&out).contains("lacks 1 output(s) (generation did not finish)"),
+        text(&out)
+            .contains("lacks 1 output(s) (generation did not finish, or was a trial with --limit)"),
         "{}",
         text(&out)
     );
@@ -1031,7 +1032,7 @@ fn unfinished_compare_is_reported_and_rank_warns() {
     let out = quick_rank(&p);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("are missing (compare or generate did not finish)"),
+        text(&out).contains("are missing (compare or generate did not finish"),
         "{}",
         text(&out)
     );
@@ -1279,7 +1280,7 @@ fn another_judges_compare_keeps_the_first_judges_missing_count() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("are missing (compare or generate did not finish)"),
+        text(&out).contains("are missing (compare or generate did not finish"),
         "{}",
         text(&out)
     );

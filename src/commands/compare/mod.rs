@@ -529,7 +529,7 @@ fn finish(
     if ungenerated > 0 {
         let judges: String = judge_ids.iter().map(|j| format!(" --judge {j}")).collect();
         eprintln!(
-            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish): their pairs are left out, not counted as failures; finish with `judge generate --run {run}{models}`, then rerun `judge compare --run {run}{judges}`",
+            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish, or was a trial with --limit): their pairs are left out, not counted as failures; finish with `judge generate --run {run}{models}`, then rerun `judge compare --run {run}{judges}`",
             models = crate::commands::run_model_flags(&ctx.config, manifest),
             run = run_dir.name()
         );
