@@ -205,8 +205,14 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         args.limit.map(|n| n as usize),
     );
     if let Some(n) = args.limit.filter(|&n| (n as usize) < suite.tasks.len()) {
+        // A run this invocation named goes on only when named: without --run a new one starts.
+        let how = if args.run.is_none() {
+            format!("with `--run {run_name}` and")
+        } else {
+            "in run `".to_string() + &run_name + "`,"
+        };
         eprintln!(
-            "note: --limit {n}: the first {n} of the suite's {} tasks; the others wait for the same command without --limit (run `{run_name}` keeps these)",
+            "note: --limit {n}: the first {n} of the suite's {} tasks; the others wait for the same command {how} without --limit",
             suite.tasks.len()
         );
     }
@@ -714,9 +720,10 @@ fn dry_run(
         format!(" for the priced models; {} unpriced", unpriced.join(", "))
     };
     out.push_str(&format!(
-        "{name}: {} item(s) to generate in all, at most about {}{unpriced}. Failed requests retried after a 429 or 5xx are not counted. Nothing was asked or written; drop --dry-run to generate (then `judge compare --run RUN --dry-run` prices the judging).\n",
+        "{name}: {} item(s) to generate in all, at most about {}{unpriced}. Failed requests retried after a 429 or 5xx are not counted. Nothing was asked or written; drop --dry-run to generate (then `judge compare --run {} --dry-run` prices the judging).\n",
         items.len(),
-        crate::report::format_usd(bound)
+        crate::report::format_usd(bound),
+        args.run.as_deref().unwrap_or("RUN"),
     ));
     Ok(out)
 }

@@ -1918,7 +1918,7 @@ fn limit_generates_the_first_tasks_and_the_run_goes_on_without_it() {
     let out = p.run(&["generate", "--run", "r", "--model", "alpha", "--limit", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("note: --limit 2: the first 2 of the suite's 5 tasks; the others wait for the same command without --limit (run `r` keeps these)"),
+        text(&out).contains("note: --limit 2: the first 2 of the suite's 5 tasks; the others wait for the same command in run `r`, without --limit"),
         "{}",
         text(&out)
     );
