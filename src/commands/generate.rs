@@ -86,7 +86,12 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         .is_empty())
     };
     refuse_missing_answer_sets(&config, &suite, &models, replays)?;
-    let http = build_http_providers(&config, &models.iter().collect::<Vec<_>>())?;
+    // A dry run sends nothing, so needs no API key (a budget is often planned before one).
+    let http = if args.dry_run {
+        BTreeMap::new()
+    } else {
+        build_http_providers(&config, &models.iter().collect::<Vec<_>>())?
+    };
     if let Some(usd) = args.max_cost {
         // An existing run's prices are checked once read (it keeps a model's first price).
         if !crate::commands::run_exists(&config, args.run.as_deref()) {
@@ -95,7 +100,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         crate::engine::budget::limit(usd);
     }
     if args.dry_run {
-        let plan = dry_run(&config, &suite, &mut models, &http, args)?;
+        let plan = dry_run(&config, &suite, &mut models, args)?;
         print!("{plan}");
         let name = args.run.clone().unwrap_or_default();
         return Ok((Outcome::Success, name));
@@ -611,7 +616,6 @@ fn dry_run(
     config: &Config,
     suite: &Suite,
     models: &mut [ModelConfig],
-    http: &BTreeMap<String, HttpProvider>,
     args: &GenerateArgs,
 ) -> anyhow::Result<String> {
     let mut keys: Vec<OutputKey> = Vec::new();
@@ -679,13 +683,8 @@ fn dry_run(
             let task = &suite.tasks[item.task];
             let wire = to_wire(provider, &chat_request(config, suite, task, &m.model));
             if !args.refresh
-                && crate::engine::calls::cached_reply(
-                    &cache,
-                    http[&provider.name].config(),
-                    &wire,
-                    1,
-                )
-                .is_some_and(|r| r.is_ok())
+                && crate::engine::calls::cached_reply(&cache, provider, &wire, 1)
+                    .is_some_and(|r| r.is_ok())
             {
                 cached += 1;
                 continue;

@@ -2099,6 +2099,20 @@ fn a_dry_run_counts_the_calls_and_their_cost_without_making_them() {
     assert_eq!(p.read("runs/r/judgments.jsonl"), judgments);
     assert_eq!(p.read("runs/r/.lock"), lock);
     assert_eq!(server.count(), 6);
+    // No call, so no key needed.
+    let out = p
+        .judge()
+        .env_remove("OPENAI_API_KEY")
+        .args(["compare", "--run", "r2", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(
+            "judge `judge-1`: 6 call(s) to make, 6 answered by the cache; 0 request(s)"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A leaderboard says what its judgments cost: in the header line and in the JSON, at the

@@ -1882,6 +1882,21 @@ fn a_dry_run_prices_the_generation_without_asking() {
     );
     assert_eq!(server.count(), 6);
     assert!(!p.path().join("runs/r2").exists());
+    // No request, so no key needed: a budget is often planned before the keys are at hand.
+    let out = p
+        .judge()
+        .env_remove("OPENAI_API_KEY")
+        .args(["generate", "--run", "r3", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = p
+        .judge()
+        .env_remove("OPENAI_API_KEY")
+        .args(["generate", "--run", "r3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
 /// Under `--max-cost`, replies without usage cannot be counted: the first is warned of (a

@@ -132,7 +132,8 @@ pub(super) fn call_request(
         max_tokens: ctx.config.run.judge_max_tokens,
         temperature: ctx.config.run.judge_temperature,
     };
-    Ok(to_wire(ctx.http[&judge.provider].config(), &request))
+    // The provider's settings as configured (a dry run builds no HTTP client, needs no key).
+    Ok(to_wire(&ctx.config.providers[&judge.provider], &request))
 }
 
 /// The cache keys (both attempts) of the calls that `--retry-failed` asks again: an identical

@@ -182,7 +182,12 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
         inputs.run_dir.name(),
         &judged_by(&existing),
     );
-    let http = build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?;
+    // A dry run sends nothing, so needs no API key (a budget is often planned before one).
+    let http = if args.dry_run {
+        BTreeMap::new()
+    } else {
+        build_http_providers(&inputs.config, &llm_judges(&inputs.judges))?
+    };
     if let Some(usd) = args.max_cost {
         // A judge that has judged in the run is costed at the price the run keeps for it.
         let judged = judged_by(&existing);

@@ -43,7 +43,7 @@ pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> 
         let Ok(wire) = calls::call_request(ctx, call) else {
             continue;
         };
-        let provider = ctx.http[&judge.provider].config();
+        let provider = &ctx.config.providers[&judge.provider];
         // A refresh or a retry of a failure asks afresh whatever the cache holds.
         let fresh = ctx.refresh || call.retry;
         let cached = |attempt| {
