@@ -199,8 +199,9 @@ pub struct GenerateArgs {
     pub deadline: Option<std::time::Duration>,
 
     /// Only the first N tasks of the suite (in id order): a trial before the whole suite. The
-    /// run stays incomplete; the same command without --limit generates the rest into it (the
-    /// trial's outputs are kept), and compare judges what has outputs.
+    /// run stays incomplete; rerun without --limit (with --run NAME when the run got its
+    /// default name, as the note says) to generate the rest into it, keeping the trial's
+    /// outputs; compare judges what has outputs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 
@@ -446,7 +447,8 @@ pub struct RunArgs {
 
     /// Only the first N tasks of the suite (in id order): a trial before the whole suite; see
     /// `judge generate --help`. What is not generated is not judged, and the leaderboard says
-    /// so (exit 1); the same command without --limit goes on.
+    /// so (exit 1); rerun without --limit (with --run NAME when the run got its default name)
+    /// to go on.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 

@@ -104,6 +104,9 @@ pub struct Fitted {
     /// over models of the task bootstrap's width over the comparison bootstrap's (see
     /// [`RankParams::cluster_check`]; `None` when not looked at).
     pub task_width_ratio: Option<f64>,
+    /// How far that ratio strays from 1 by chance alone when tasks do not cluster: a model's
+    /// ratio has a relative error of about 1/√(2(T − 1)) over T tasks.
+    pub task_width_noise: Option<f64>,
 }
 
 /// Why rows cannot be ranked.
@@ -538,6 +541,8 @@ fn fit_all(
         failed,
         warnings,
         task_width_ratio,
+        task_width_noise: task_width_ratio
+            .map(|_| 1.0 / (2.0 * (input.n_tasks() as f64 - 1.0).max(1.0)).sqrt()),
     }))
 }
 

@@ -86,6 +86,13 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
                     ))
                     .into());
                 }
+                // A judge new to the run takes judge.toml's price: it too is checked now.
+                crate::engine::budget::refuse_unpriced(
+                    compare::llm_judges(&resolved)
+                        .into_iter()
+                        .filter(|j| !judged.contains(&j.id)),
+                    None,
+                )?;
             }
             // The prompt this version would judge with, against the one the run was judged
             // with (a changed suite is refused by generate, before anything is spent, anyway).

@@ -57,6 +57,9 @@ pub struct Leaderboard {
     /// win-rate intervals are when whole tasks are resampled (median over models).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_unit_width_ratio: Option<f64>,
+    /// The ratio's chance scatter around 1 when tasks do not cluster (not in the JSON).
+    #[serde(skip)]
+    pub task_unit_width_noise: Option<f64>,
     pub models: Vec<Standing>,
 }
 
@@ -128,6 +131,7 @@ impl Leaderboard {
             note: OVERLAP_NOTE,
             warnings: fitted.warnings,
             task_unit_width_ratio: fitted.task_width_ratio,
+            task_unit_width_noise: fitted.task_width_noise,
             models: fitted.standings,
         }
     }
@@ -137,13 +141,15 @@ impl Leaderboard {
     /// The line that says how much the intervals would widen resampled by task, when looked at.
     pub fn clustering_line(&self) -> Option<String> {
         let r = self.task_unit_width_ratio?;
-        let advice = if r > 1.05 {
-            "comparisons of one task are correlated, so for decisions prefer --bootstrap-unit task"
+        let noise = self.task_unit_width_noise.unwrap_or(0.0);
+        // Said to be clustering only beyond twice the chance scatter of a model's ratio.
+        let advice = if r > 1.0 + 2.0 * noise {
+            "; comparisons of one task go together here: for decisions prefer --bootstrap-unit task"
         } else {
-            "the tasks make the comparisons no more alike than chance would"
+            ""
         };
         Some(format!(
-            "by task: resampling whole tasks gives win-rate intervals {r:.2}× as wide (median over models); {advice}"
+            "by task: resampling whole tasks gives win-rate intervals {r:.2}× as wide (median over models; about 1 ± {noise:.2} when tasks do not cluster){advice}"
         ))
     }
 

@@ -2317,7 +2317,9 @@ fn a_runs_leaderboard_says_how_much_resampling_tasks_widens_it() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("by task: resampling whole tasks gives win-rate intervals ")
-            && table.contains("× as wide (median over models)"),
+            && table.contains(
+                "× as wide (median over models; about 1 ± 0.13 when tasks do not cluster)"
+            ),
         "{table}"
     );
     let board: serde_json::Value =
@@ -2365,5 +2367,14 @@ fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
             text(&out)
         );
     }
+    // A judge new to the run, unpriced in judge.toml: refused by `judge run` up front too.
+    p.write("judge.toml", &format!("{priced}{}", another_judge(2)));
+    let out = p.run(&["run", "--run", "r", "--judge", "judge-2", "--max-cost", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("`judge-2` has none: set price_input_per_mtok"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(server.count(), 6);
 }
