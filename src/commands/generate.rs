@@ -599,13 +599,15 @@ fn refuse_unpriced_payers(
     answered: &dyn Fn(&str) -> bool,
     run: &str,
 ) -> Result<(), JudgeError> {
-    let asked = || {
-        models
-            .iter()
-            .filter(|m| config.provider_of(m).kind != ProviderKind::Files)
+    let asked = models
+        .iter()
+        .filter(|m| config.provider_of(m).kind != ProviderKind::Files);
+    let kept = crate::engine::budget::Kept {
+        run,
+        by: answered,
+        what: "model",
     };
-    crate::engine::budget::refuse_unpriced(asked().filter(|m| !answered(&m.id)), None)?;
-    crate::engine::budget::refuse_unpriced(asked().filter(|m| answered(&m.id)), Some(run))
+    crate::engine::budget::refuse_unpriced(asked, Some(kept))
 }
 
 /// `generate --dry-run`: per model, the items still to generate, how many the cache answers,
@@ -665,7 +667,7 @@ fn dry_run(
     let cache = Cache::new(config.cache_dir());
     let cap = u64::from(config.run.max_tokens);
     let mut out = String::new();
-    let (mut bound, mut unpriced) = (0.0, Vec::new());
+    let mut total = crate::report::plan::PlanTotal::default();
     for (mi, m) in models.iter().enumerate() {
         let mine: Vec<&Item> = items.iter().filter(|i| i.model == mi).collect();
         let provider = config.provider_of(m);
@@ -691,37 +693,19 @@ fn dry_run(
             }
             input_tokens += wire.estimated_tokens.saturating_sub(cap);
         }
-        let requests = (mine.len() - cached) as u64;
-        let output_tokens_max = requests * cap;
-        let cost = m.cost_usd(input_tokens, output_tokens_max);
-        match cost {
-            Some(c) => bound += c,
-            None if requests > 0 => unpriced.push(format!("`{}`", m.id)),
-            None => {}
-        }
-        out.push_str(&format!(
-            "model `{}`: {} item(s) to generate, {cached} answered by the cache; {requests} request(s) of about {input_tokens} input tokens (4 characters a token) and at most {output_tokens_max} output tokens ({cap} each, max_tokens): {}\n",
-            m.id,
-            mine.len(),
-            match cost {
-                Some(c) => format!(
-                    "at most about {} at {}",
-                    crate::report::format_usd(c),
-                    m.price_text()
-                ),
-                None => "unpriced".to_string(),
-            }
-        ));
+        out.push_str(&total.line(&crate::report::plan::PayerPlan {
+            head: format!("model `{}`: {} item(s) to generate", m.id, mine.len()),
+            payer: m,
+            cached,
+            requests: (mine.len() - cached) as u64,
+            input_tokens,
+            cap: (config.run.max_tokens, "max_tokens"),
+        }));
     }
-    let unpriced = if unpriced.is_empty() {
-        String::new()
-    } else {
-        format!(" for the priced models; {} unpriced", unpriced.join(", "))
-    };
     out.push_str(&format!(
-        "{name}: {} item(s) to generate in all, at most about {}{unpriced}. Failed requests retried after a 429 or 5xx are not counted. Nothing was asked or written; drop --dry-run to generate (then `judge compare --run {} --dry-run` prices the judging).\n",
+        "{name}: {} item(s) to generate in all, {}. Failed requests retried after a 429 or 5xx are not counted. Nothing was asked or written; drop --dry-run to generate (then `judge compare --run {} --dry-run` prices the judging).\n",
         items.len(),
-        crate::report::format_usd(bound),
+        total.bound("models"),
         args.run.as_deref().unwrap_or("RUN"),
     ));
     Ok(out)

@@ -66,33 +66,24 @@ pub fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<Outcome> {
             compare::refuse_changed_judge_setup(&config, &manifest, name, &resolved, &judged)?;
             // A judge that has judged in the run keeps the run's price for it: one the run
             // costed at none is refused now, before generation spends anything.
+            // A judge new to the run takes judge.toml's price.
             if args.max_cost.is_some() {
-                let unpriced: Vec<String> = compare::llm_judges(&resolved)
+                let costed: Vec<crate::config::ModelConfig> = compare::llm_judges(&resolved)
                     .into_iter()
-                    .filter(|j| judged.contains(&j.id))
-                    .filter(|j| {
-                        manifest.judge_entry(&j.id).is_some_and(|e| {
-                            e.get("price_input_per_mtok").is_none_or(|p| p.is_null())
-                                || e.get("price_output_per_mtok").is_none_or(|p| p.is_null())
-                        })
+                    .map(|j| {
+                        judged
+                            .contains(&j.id)
+                            .then(|| compare::as_recorded(j, &manifest))
+                            .flatten()
+                            .unwrap_or_else(|| j.clone())
                     })
-                    .map(|j| j.id.clone())
                     .collect();
-                if !unpriced.is_empty() {
-                    return Err(crate::error::JudgeError::usage(format!(
-                        "--max-cost counts dollars at the prices, and judge(s) {} ha{} none in run `{name}`, which keeps the price it first costed a judge at: drop --max-cost, or judge into a new run",
-                        unpriced.iter().map(|j| format!("`{j}`")).collect::<Vec<_>>().join(", "),
-                        if unpriced.len() == 1 { "s" } else { "ve" },
-                    ))
-                    .into());
-                }
-                // A judge new to the run takes judge.toml's price: it too is checked now.
-                crate::engine::budget::refuse_unpriced(
-                    compare::llm_judges(&resolved)
-                        .into_iter()
-                        .filter(|j| !judged.contains(&j.id)),
-                    None,
-                )?;
+                let kept = crate::engine::budget::Kept {
+                    run: name,
+                    by: &|id| judged.contains(id),
+                    what: "judge",
+                };
+                crate::engine::budget::refuse_unpriced(&costed, Some(kept))?;
             }
             // The prompt this version would judge with, against the one the run was judged
             // with (a changed suite is refused by generate, before anything is spent, anyway).

@@ -77,36 +77,65 @@ pub fn reached_note() -> Option<String> {
     ))
 }
 
-/// Refuses `--max-cost` when one of `payers` (the models and judges whose requests it would
-/// count) has no price: their spending could not be counted. `run`: the prices are those run
-/// `run` keeps (a run costs a model at the price it first answered at), which judge.toml
-/// cannot change.
+/// The payers whose price an existing run keeps: those it has costed (`by`, by id) keep the
+/// price they first had in run `run`, which judge.toml cannot change. `what`: `model` or
+/// `judge`.
+pub struct Kept<'a> {
+    pub run: &'a str,
+    pub by: &'a dyn Fn(&str) -> bool,
+    pub what: &'static str,
+}
+
+/// Refuses `--max-cost` when one of `payers` (the models or judges whose requests it would
+/// count, at the prices they are costed at) has no price: their spending could not be
+/// counted. The advice for a payer `kept` by a run is a new run, for the others a price.
 pub fn refuse_unpriced<'a>(
     payers: impl IntoIterator<Item = &'a crate::config::ModelConfig>,
-    run: Option<&str>,
+    kept: Option<Kept>,
 ) -> Result<(), crate::error::JudgeError> {
-    let unpriced: Vec<String> = payers
-        .into_iter()
-        .filter(|m| m.price_input_per_mtok.is_none() || m.price_output_per_mtok.is_none())
-        .map(|m| format!("`{}`", m.id))
-        .collect();
-    if unpriced.is_empty() {
-        return Ok(());
+    let (mut new, mut old) = (Vec::new(), Vec::new());
+    for m in payers {
+        if m.price_input_per_mtok.is_some() && m.price_output_per_mtok.is_some() {
+            continue;
+        }
+        let name = format!("`{}`", m.id);
+        match &kept {
+            Some(k) if (k.by)(&m.id) => old.push(name),
+            _ => new.push(name),
+        }
     }
-    let fix = match run {
-        None => format!(
-            "set price_input_per_mtok and price_output_per_mtok in {}, or drop --max-cost",
-            crate::config_name()
-        ),
-        Some(run) => format!(
-            "run `{run}` keeps the price it first costed a model at, so drop --max-cost, or generate into a new run"
-        ),
+    let refuse = |unpriced: &[String], fix: String| {
+        Err(crate::error::JudgeError::usage(format!(
+            "--max-cost counts dollars at the prices, and {} ha{} none: {fix}",
+            unpriced.join(", "),
+            if unpriced.len() == 1 { "s" } else { "ve" },
+        )))
     };
-    Err(crate::error::JudgeError::usage(format!(
-        "--max-cost counts dollars at the prices, and {} ha{} none: {fix}",
-        unpriced.join(", "),
-        if unpriced.len() == 1 { "s" } else { "ve" },
-    )))
+    if !new.is_empty() {
+        return refuse(
+            &new,
+            format!(
+                "set price_input_per_mtok and price_output_per_mtok in {}, or drop --max-cost",
+                crate::config_name()
+            ),
+        );
+    }
+    match kept {
+        Some(k) if !old.is_empty() => refuse(
+            &old,
+            format!(
+                "run `{}` keeps the price it first costed a {} at, so drop --max-cost, or {} into a new run",
+                k.run,
+                k.what,
+                if k.what == "judge" {
+                    "judge"
+                } else {
+                    "generate"
+                }
+            ),
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Parses a dollar amount for `--max-cost`: `5`, `5.50`, `$5`; more than 0.

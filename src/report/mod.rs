@@ -4,6 +4,7 @@
 pub mod checks;
 pub mod label;
 pub mod leaderboard;
+pub mod plan;
 pub mod progress;
 pub mod summary;
 

@@ -49,8 +49,8 @@ pub(crate) use exec::{
     exec_coverage_note, recorded_coverage_note, refuse_exec_without_checks, unchecked_tasks,
 };
 pub(crate) use settings::{
-    judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt, refuse_own_family,
-    resolve_judges, warn_shared_makers,
+    as_recorded, judged_by, llm_judges, refuse_changed_judge_setup, refuse_changed_prompt,
+    refuse_own_family, resolve_judges, warn_shared_makers,
 };
 use settings::{keep_recorded_judge_prices, missing_comparisons, record_compare_section};
 
@@ -191,15 +191,12 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     if let Some(usd) = args.max_cost {
         // A judge that has judged in the run is costed at the price the run keeps for it.
         let judged = judged_by(&existing);
-        let llm = llm_judges(&inputs.judges);
-        crate::engine::budget::refuse_unpriced(
-            llm.iter().copied().filter(|j| !judged.contains(&j.id)),
-            None,
-        )?;
-        crate::engine::budget::refuse_unpriced(
-            llm.iter().copied().filter(|j| judged.contains(&j.id)),
-            Some(inputs.run_dir.name()),
-        )?;
+        let kept = crate::engine::budget::Kept {
+            run: inputs.run_dir.name(),
+            by: &|id| judged.contains(id),
+            what: "judge",
+        };
+        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges), Some(kept))?;
         crate::engine::budget::limit(usd);
     }
     if !llm_judges(&inputs.judges).is_empty() {

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::provider::{ChatReply, ProviderError};
-use crate::report::format_usd;
+use crate::report::plan::{PayerPlan, PlanTotal};
 
 /// One judge's share of the calls still to make.
 #[derive(Debug, Default, PartialEq)]
@@ -17,8 +17,6 @@ pub(super) struct JudgePlan {
     pub(super) requests: u64,
     /// Estimated input tokens of the others (message characters / 4).
     pub(super) input_tokens: u64,
-    /// Their output tokens at most: the token cap each.
-    pub(super) output_tokens_max: u64,
 }
 
 /// The plan of every LLM judge of `ctx` over `calls`, in the judges' order.
@@ -74,7 +72,6 @@ pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> 
         }
         plan.requests += requests;
         plan.input_tokens += requests * wire.estimated_tokens.saturating_sub(cap);
-        plan.output_tokens_max += requests * cap;
     }
     plans
 }
@@ -83,51 +80,26 @@ pub(super) fn judge_plans(ctx: &Ctx, calls: &[Call]) -> Vec<(usize, JudgePlan)> 
 /// for the rest an estimate of input tokens, the most output tokens and what they could cost.
 pub(super) fn render_plan(ctx: &Ctx, calls: &[Call], run: &str) -> String {
     let mut out = String::new();
-    let cap = ctx.config.run.judge_max_tokens;
-    let mut bound = 0.0;
-    let mut unpriced = Vec::new();
+    let mut total = PlanTotal::default();
     for (i, plan) in judge_plans(ctx, calls) {
         let Judge::Llm(judge) = &ctx.judges[i] else {
             continue;
         };
-        let requests = plan.requests;
-        let cost = judge.cost_usd(plan.input_tokens, plan.output_tokens_max);
-        match cost {
-            Some(c) => bound += c,
-            None if requests > 0 => unpriced.push(judge.id.as_str()),
-            None => {}
-        }
-        out.push_str(&format!(
-            "judge `{}`: {} call(s) to make, {} answered by the cache; {requests} request(s) of about {} input tokens (4 characters a token) and at most {} output tokens ({cap} each, judge_max_tokens): {}\n",
-            judge.id,
-            plan.calls,
-            plan.cached,
-            plan.input_tokens,
-            plan.output_tokens_max,
-            match cost {
-                Some(c) => format!("at most about {} at {}", format_usd(c), judge.price_text()),
-                None => "unpriced".to_string(),
-            }
-        ));
+        out.push_str(&total.line(&PayerPlan {
+            head: format!("judge `{}`: {} call(s) to make", judge.id, plan.calls),
+            payer: judge,
+            cached: plan.cached,
+            requests: plan.requests,
+            input_tokens: plan.input_tokens,
+            cap: (ctx.config.run.judge_max_tokens, "judge_max_tokens"),
+        }));
     }
     if ctx.judges.iter().any(|j| matches!(j, Judge::Exec)) {
         out.push_str(
             "judge `exec`: no calls: it decides from the checks (`judge compare` runs those still missing, in the sandbox)\n",
         );
     }
-    let priced_total = if unpriced.is_empty() {
-        format!("at most about {}", format_usd(bound))
-    } else {
-        format!(
-            "at most about {} for the priced judges; {} unpriced",
-            format_usd(bound),
-            unpriced
-                .iter()
-                .map(|j| format!("`{j}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let priced_total = total.bound("judges");
     out.push_str(&format!(
         "run `{run}`: {} call(s) to make in all, {priced_total}. A new reply that breaks the verdict format is asked once more, which is not counted here (a retry of one recorded as unparsable is counted twice). Nothing was called or written; drop --dry-run to judge.\n",
         calls.len()

@@ -314,6 +314,20 @@ pub(super) fn record_compare_section(
 /// has since changed takes the recorded price back, with a note, so that every judgment of the
 /// run is costed at one price. A new run takes the new price (the cache answers it at no
 /// cost).
+/// Judge `m` at the price run `manifest` costed its judgments at; `None` for an entry
+/// written before judges were recorded whole (which knows no price) or no entry.
+pub(crate) fn as_recorded(m: &ModelConfig, manifest: &Manifest) -> Option<ModelConfig> {
+    let entry = manifest
+        .judge_entry(&m.id)
+        .filter(|e| e.get("model").is_some())?;
+    let field = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
+    Some(ModelConfig {
+        price_input_per_mtok: field("price_input_per_mtok"),
+        price_output_per_mtok: field("price_output_per_mtok"),
+        ..m.clone()
+    })
+}
+
 pub(crate) fn keep_recorded_judge_prices(
     judges: &mut [Judge],
     manifest: &Manifest,
@@ -325,18 +339,8 @@ pub(crate) fn keep_recorded_judge_prices(
         if !judged.contains(&m.id) {
             continue;
         }
-        // Entries written before judges were recorded whole know no price.
-        let Some(entry) = manifest
-            .judge_entry(&m.id)
-            .filter(|e| e.get("model").is_some())
-        else {
+        let Some(recorded) = as_recorded(m, manifest) else {
             continue;
-        };
-        let field = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
-        let recorded = ModelConfig {
-            price_input_per_mtok: field("price_input_per_mtok"),
-            price_output_per_mtok: field("price_output_per_mtok"),
-            ..m.clone()
         };
         let price = |c: &ModelConfig| (c.price_input_per_mtok, c.price_output_per_mtok);
         if price(&recorded) != price(m) {
