@@ -98,10 +98,7 @@ pub fn bootstrap(
     };
     let p = input.n_models();
     let start = checked_start(&full_fit.theta, p)?;
-    let mut tails = Tails {
-        theta: vec![IntervalTails::new(resamples); p],
-        win: vec![IntervalTails::new(resamples); p],
-    };
+    let mut tails = Tails::new(p, resamples);
     if p > 0 {
         let pairs = &input.active.models;
         let full = PairData::from_counts(input.counts(), &input.active);
@@ -174,6 +171,24 @@ struct Tails {
 }
 
 impl Tails {
+    /// Tails of `resamples` resamples of `p` models.
+    fn new(p: usize, resamples: usize) -> Tails {
+        Tails {
+            theta: vec![IntervalTails::new(resamples); p],
+            win: vec![IntervalTails::new(resamples); p],
+        }
+    }
+
+    /// Takes what another part of the resamples gave (see [`IntervalTails::merge`]).
+    fn merge(&mut self, other: &Tails) {
+        for (mine, theirs) in self.theta.iter_mut().zip(&other.theta) {
+            mine.merge(theirs);
+        }
+        for (mine, theirs) in self.win.iter_mut().zip(&other.win) {
+            mine.merge(theirs);
+        }
+    }
+
     /// Takes the row-major `rows × p` results of some resamples.
     fn push(&mut self, theta: &[f64], win: &[f64]) {
         let p = self.theta.len();
@@ -192,9 +207,10 @@ impl Tails {
 }
 
 /// Hands out chunks of [`CHUNK`] resamples to `threads` threads (the caller's included) as
-/// they become free, so that a slower core takes fewer, and adds each finished chunk to
-/// `tails`. The tails keep order statistics, which do not depend on the order in which
-/// resamples arrive, so the result does not depend on who ran what.
+/// they become free, so that a slower core takes fewer. Each thread keeps the tails of what
+/// it ran, merged into `tails` at the end (no lock per chunk). The tails keep order
+/// statistics, which do not depend on the order in which resamples arrive, so the result
+/// does not depend on who ran what.
 fn run_parallel(
     job: &Job<'_>,
     threads: usize,
@@ -203,29 +219,33 @@ fn run_parallel(
 ) -> Result<(), StatsError> {
     let p = job.start.len();
     let chunks = Mutex::new((0..resamples).step_by(CHUNK));
-    let tails = Mutex::new(tails);
-    let work = || {
+    let work = |mut own: Option<&mut Tails>| -> Result<Option<Tails>, StatsError> {
         let mut worker = Worker::new(job);
+        let mut made = None;
+        let own = match own.as_mut() {
+            Some(t) => &mut **t,
+            None => made.insert(Tails::new(p, resamples)),
+        };
         let (mut theta, mut win) = (vec![0.0; CHUNK * p], vec![0.0; CHUNK * p]);
         loop {
             let next = chunks.lock().expect("a bootstrap worker panicked").next();
             let Some(first) = next else {
-                return Ok(());
+                return Ok(made);
             };
             let rows = (resamples - first).min(CHUNK) * p;
             worker.run(first, &mut theta[..rows], &mut win[..rows])?;
-            tails
-                .lock()
-                .expect("a bootstrap worker panicked")
-                .push(&theta[..rows], &win[..rows]);
+            own.push(&theta[..rows], &win[..rows]);
         }
     };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut result = work();
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(|| work(None))).collect();
+        let mut result = work(Some(&mut *tails)).map(drop);
         for handle in handles {
-            let outcome = handle.join().expect("a bootstrap worker panicked");
-            result = result.and(outcome);
+            match handle.join().expect("a bootstrap worker panicked") {
+                Ok(Some(theirs)) => tails.merge(&theirs),
+                Ok(None) => {}
+                Err(e) => result = result.and(Err(e)),
+            }
         }
         result
     })

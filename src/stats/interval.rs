@@ -127,6 +127,34 @@ impl IntervalTails {
         debug_assert!(self.seen < self.total, "more samples than announced");
         self.seen += 1;
         let k = order_key(x);
+        self.push_key_low(k);
+        self.push_key_high(k);
+    }
+
+    /// Takes every sample `other` took (another part of the same stream: both made for the
+    /// same `total`). The smallest values of the whole are among the smallest of its parts,
+    /// and the largest among theirs, so the merged tails are those of one stream.
+    pub fn merge(&mut self, other: &IntervalTails) {
+        assert_eq!(
+            self.total, other.total,
+            "tails of streams of different lengths"
+        );
+        debug_assert!(
+            self.seen + other.seen <= self.total,
+            "more samples than announced"
+        );
+        for &k in &other.low {
+            self.push_key_low(k);
+        }
+        for &Reverse(k) in &other.high {
+            self.push_key_high(k);
+        }
+        self.seen += other.seen;
+    }
+
+    /// Adds `k` to the low tail if it belongs there.
+    #[inline]
+    fn push_key_low(&mut self, k: i64) {
         if k < self.low_bar || self.low.len() < self.keep_low {
             if self.low.len() < self.keep_low {
                 self.low.push(k);
@@ -137,6 +165,11 @@ impl IntervalTails {
                 self.low_bar = self.low.peek().copied().unwrap_or(i64::MAX);
             }
         }
+    }
+
+    /// Adds `k` to the high tail if it belongs there.
+    #[inline]
+    fn push_key_high(&mut self, k: i64) {
         if k > self.high_bar || self.high.len() < self.keep_high {
             if self.high.len() < self.keep_high {
                 self.high.push(Reverse(k));
@@ -258,6 +291,32 @@ mod tests {
         fn order_key_is_total_cmp(a in proptest::num::f64::ANY, b in proptest::num::f64::ANY) {
             proptest::prop_assert_eq!(order_key(a).cmp(&order_key(b)), a.total_cmp(&b));
             proptest::prop_assert_eq!(from_order_key(order_key(a)).to_bits(), a.to_bits());
+        }
+    }
+
+    proptest::proptest! {
+        /// Tails of the parts of a stream, merged, are the tails of the whole stream.
+        #[test]
+        fn merged_tails_match_the_whole_sample(
+            xs in proptest::collection::vec(-20i32..20, 1..400),
+            cuts in proptest::collection::vec(0usize..400, 0..4),
+        ) {
+            let xs: Vec<f64> = xs.into_iter().map(f64::from).collect();
+            let n = xs.len();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (n + 1)).collect();
+            cuts.push(0);
+            cuts.push(n);
+            cuts.sort_unstable();
+            let mut merged = IntervalTails::new(n);
+            for part in cuts.windows(2) {
+                let mut tails = IntervalTails::new(n);
+                for &x in &xs[part[0]..part[1]] {
+                    tails.push(x);
+                }
+                merged.merge(&tails);
+            }
+            let mut whole = xs;
+            proptest::prop_assert_eq!(merged.interval(), percentile_interval(&mut whole));
         }
     }
 
