@@ -423,6 +423,7 @@ impl LinearisedStart {
 
     /// `out = H(θ̂)⁻¹·g` for every lane, summed as Σ_k g_k·(row k) so that the inner loop is
     /// an axpy over models and lanes.
+    #[inline(always)]
     pub(super) fn apply_inverse_lanes(&self, g: &[Lanes], out: &mut [Lanes]) {
         let p = self.theta.len();
         out.fill([0.0; REFIT_LANES]);

@@ -9,10 +9,19 @@
 //! at run time): which path runs never changes a result (tests check them all).
 
 use super::bootstrap_input::TaskEntry;
-use super::poisson::{Xoshiro256, resample_rng, uniform_below};
+use super::poisson::{fill_lane_uniforms, resample_rng, uniform_below};
+use super::refit::REFIT_LANES;
 
 /// Resamples drawn together by the task unit.
 pub(crate) const LANES: usize = 8;
+
+/// Uniforms drawn per generator at a time by [`Multiplicities::draw`].
+const DRAW_BLOCK: usize = 64;
+
+const _: () = assert!(
+    LANES.is_multiple_of(REFIT_LANES),
+    "draw's groups of generators fill the lanes"
+);
 
 /// Integers up to this are exact in f32 (2^24), and so is every sum of them up to it.
 const F32_EXACT: u64 = 1 << 24;
@@ -29,16 +38,72 @@ pub(crate) struct Multiplicities {
 
 impl Multiplicities {
     /// Draws resamples `first..first + count` (`count` ≤ [`LANES`]) of `n_tasks` tasks: resample
-    /// `first + l` into lane `l`, as `n_tasks` uniform picks from `resample_rng(seed, first + l)`;
-    /// lanes past `count` stay zero.
+    /// `first + l` into lane `l`, as `n_tasks` uniform picks from `resample_rng(seed, first + l)`
+    /// (exactly those of `uniform_below`, one pick after another); lanes past `count` stay
+    /// zero. The generators of [`REFIT_LANES`] lanes step together (see
+    /// [`fill_lane_uniforms`]), a block of uniforms at a time, each uniform a pick; a lane
+    /// that met a uniform `uniform_below` might reject is drawn again the slow way.
     pub(crate) fn draw(&mut self, n_tasks: usize, seed: u64, first: usize, count: usize) {
+        self.draw_checked(n_tasks, seed, first, count, false);
+    }
+
+    /// [`Multiplicities::draw`], drawing every lane again one pick at a time when
+    /// `redraw_all` (as it does a lane that met a uniform `uniform_below` might reject), so
+    /// that tests can check that path gives the same picks.
+    fn draw_checked(
+        &mut self,
+        n_tasks: usize,
+        seed: u64,
+        first: usize,
+        count: usize,
+        redraw_all: bool,
+    ) {
         debug_assert!(count <= LANES);
         self.counts.clear();
         self.counts.resize(n_tasks, [0; LANES]);
-        for lane in 0..count {
-            let mut rng: Xoshiro256 = resample_rng(seed, first + lane);
-            for _ in 0..n_tasks {
-                self.counts[uniform_below(&mut rng, n_tasks as u64) as usize][lane] += 1;
+        let n = n_tasks as u64;
+        let mut uniforms = [[0u64; REFIT_LANES]; DRAW_BLOCK];
+        for base in (0..count).step_by(REFIT_LANES) {
+            let live = (count - base).min(REFIT_LANES);
+            // Every lane of the group is drawn, those past `count` from generators of
+            // resamples never reported, and zeroed after.
+            let mut rngs = std::array::from_fn(|l| resample_rng(seed, first + base + l));
+            // Per lane, the lowest low half of a product u·n: below n, the lane met a uniform
+            // `uniform_below` might reject (with n tasks, each uniform has a chance of n/2^64
+            // to be one) and is drawn again one pick at a time.
+            let mut lowest = [u64::MAX; REFIT_LANES];
+            let mut left = n_tasks;
+            let counts = self.counts.as_mut_slice();
+            while left > 0 {
+                let block = &mut uniforms[..left.min(DRAW_BLOCK)];
+                fill_lane_uniforms(&mut rngs, block);
+                for u in block.iter() {
+                    for lane in 0..REFIT_LANES {
+                        let product = u128::from(u[lane]) * u128::from(n);
+                        counts[(product >> 64) as usize][base + lane] += 1;
+                    }
+                }
+                // Apart from the counting: a store in the same loop kept these in memory,
+                // which made the loop four times slower.
+                for u in block.iter() {
+                    for lane in 0..REFIT_LANES {
+                        lowest[lane] = lowest[lane].min(u[lane].wrapping_mul(n));
+                    }
+                }
+                left -= block.len();
+            }
+            for (lane, &lowest) in lowest.iter().enumerate() {
+                let column = base + lane;
+                if lane < live && lowest >= n && !redraw_all {
+                    continue;
+                }
+                self.counts.iter_mut().for_each(|c| c[column] = 0);
+                if lane < live {
+                    let mut rng = resample_rng(seed, first + column);
+                    for _ in 0..n_tasks {
+                        self.counts[uniform_below(&mut rng, n) as usize][column] += 1;
+                    }
+                }
             }
         }
         self.largest = self
@@ -326,22 +391,29 @@ mod tests {
 
     #[test]
     fn draws_are_each_resamples_own_picks() {
-        let mut m = Multiplicities::default();
-        m.draw(7, 42, 16, 3);
-        for lane in 0..LANES {
-            let mut want = [0u32; 7];
-            if lane < 3 {
-                let mut rng = resample_rng(42, 16 + lane);
-                for _ in 0..7 {
-                    want[uniform_below(&mut rng, 7) as usize] += 1;
+        // Fewer tasks than a block, and several blocks; one group of generators, part of a
+        // second, and both whole.
+        for ((tasks, count), redraw) in [(7, 3), (300, 5), (130, LANES)]
+            .into_iter()
+            .flat_map(|c| [(c, false), (c, true)])
+        {
+            let mut m = Multiplicities::default();
+            m.draw_checked(tasks, 42, 16, count, redraw);
+            for lane in 0..LANES {
+                let mut want = vec![0u32; tasks];
+                if lane < count {
+                    let mut rng = resample_rng(42, 16 + lane);
+                    for _ in 0..tasks {
+                        want[uniform_below(&mut rng, tasks as u64) as usize] += 1;
+                    }
                 }
+                let got: Vec<u32> = m.counts.iter().map(|c| c[lane]).collect();
+                assert_eq!(got, want, "{tasks} tasks, lane {lane}, redrawn: {redraw}");
             }
-            let got: Vec<u32> = m.counts.iter().map(|c| c[lane]).collect();
-            assert_eq!(got, want, "lane {lane}");
+            assert_eq!(
+                m.largest,
+                u64::from(*m.counts.iter().flatten().max().unwrap())
+            );
         }
-        assert_eq!(
-            m.largest,
-            u64::from(*m.counts.iter().flatten().max().unwrap())
-        );
     }
 }
