@@ -3,11 +3,11 @@
 //! parse-only time of judge's parser and of a plain one-thread serde_json read (both in this
 //! process, warm), the time `judge rank` itself spent reading and parsing the file
 //! (`--timings`, "in-run"), the whole command's wall time (process start to exit) and its
-//! peak memory (via `/usr/bin/time`): best of seven rounds, for each bootstrap unit (the task
+//! peak memory (via `/usr/bin/time`): best of [`rounds`] rounds, for each bootstrap unit (the task
 //! unit's parser also numbers the tasks). Ratios are medians over rounds:
 //! the command's own total (reading to writing, `--timings`) over its own read+parse
 //! ("total÷rp", the same process, so process start and exit are in neither), and the whole
-//! command's time over each of the three parse times (see [`ROUNDS`]). Last, the peak memory
+//! command's time over each of the three parse times (see [`rounds`]). Last, the peak memory
 //! of one run at 1000 and one at 10,000 resamples on the largest file, and of the task unit on
 //! 1M battles whose `question_id`s are all distinct.
 //! Run with `cargo bench --bench rank`.
@@ -79,10 +79,18 @@ fn serde_parse(path: &Path) -> usize {
     n
 }
 
-/// Measurement rounds per size. Each round times the parser, the serde read and the whole
-/// command back to back, so that the VM's drifting speed affects all three alike; the table
-/// shows the best time of each and the median over rounds of the per-round ratios.
-const ROUNDS: usize = 7;
+/// Measurement rounds for a file of `rows` rows. Each round times the parser, the serde read
+/// and the whole command back to back, so that the VM's drifting speed affects all three
+/// alike; the table shows the best time of each and the median over rounds of the per-round
+/// ratios. Small files take more rounds: a 10 ms command's ratio scatters by ±20% from round
+/// to round on a shared VM, and a round costs little.
+fn rounds(rows: usize) -> usize {
+    match rows {
+        ..=10_000 => 31,
+        10_001..=100_000 => 15,
+        _ => 7,
+    }
+}
 
 fn timed<T>(f: impl FnOnce() -> T) -> (f64, T) {
     let t = Instant::now();
@@ -221,7 +229,7 @@ fn bench_size(
     let (mut parse, mut serde) = (Vec::new(), Vec::new());
     let (mut whole, mut in_run, mut own) = (Vec::new(), Vec::new(), Vec::new());
     let mut peak_kb = 0u64;
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds(rows) {
         let (t, parsed) = timed(|| {
             let f = std::fs::File::open(path).expect("open");
             parse_battles(f, unit).expect("parse")
