@@ -9,7 +9,8 @@
 //! own generator (`resample_rng(seed, r)`: xoshiro256++ seeded from ChaCha8 stream `r`), so
 //! the result is the same for every thread count and batch layout. Memory is
 //! O(cells + models × resamples/20), independent of the number of rows: of each model's
-//! resampled values only the two 2.5% tails are kept ([`IntervalTails`]).
+//! resampled values only the two 2.5% tails are kept ([`IntervalTails`]; while they are at
+//! most [`OWN_TAILS_BYTES`], each thread keeps its own copy).
 
 use std::sync::Mutex;
 
@@ -171,6 +172,11 @@ struct Tails {
 }
 
 impl Tails {
+    /// The bytes the tails of `resamples` resamples of `p` models hold at most.
+    fn bytes(p: usize, resamples: usize) -> usize {
+        2 * p * IntervalTails::held(resamples) * std::mem::size_of::<i64>()
+    }
+
     /// Tails of `resamples` resamples of `p` models.
     fn new(p: usize, resamples: usize) -> Tails {
         Tails {
@@ -207,10 +213,12 @@ impl Tails {
 }
 
 /// Hands out chunks of [`CHUNK`] resamples to `threads` threads (the caller's included) as
-/// they become free, so that a slower core takes fewer. Each thread keeps the tails of what
-/// it ran, merged into `tails` at the end (no lock per chunk). The tails keep order
-/// statistics, which do not depend on the order in which resamples arrive, so the result
-/// does not depend on who ran what.
+/// they become free, so that a slower core takes fewer. Small tails (at most
+/// [`OWN_TAILS_BYTES`] each) are kept by every thread for what it ran and merged into
+/// `tails` at the end, with no lock per chunk; larger ones are shared under a lock, so that
+/// their memory does not grow with the number of threads. The tails keep order statistics,
+/// which do not depend on the order in which resamples arrive, so the result does not
+/// depend on who ran what.
 fn run_parallel(
     job: &Job<'_>,
     threads: usize,
@@ -218,37 +226,64 @@ fn run_parallel(
     tails: &mut Tails,
 ) -> Result<(), StatsError> {
     let p = job.start.len();
+    let own_tails = Tails::bytes(p, resamples) <= own_tails_bytes();
     let chunks = Mutex::new((0..resamples).step_by(CHUNK));
-    let work = |mut own: Option<&mut Tails>| -> Result<Option<Tails>, StatsError> {
+    let shared = Mutex::new(tails);
+    // `spawned`: a thread of its own, which keeps its own tails when they are small.
+    let work = |spawned: bool| -> Result<Option<Tails>, StatsError> {
         let mut worker = Worker::new(job);
-        let mut made = None;
-        let own = match own.as_mut() {
-            Some(t) => &mut **t,
-            None => made.insert(Tails::new(p, resamples)),
-        };
+        let mut own = (spawned && own_tails).then(|| Tails::new(p, resamples));
         let (mut theta, mut win) = (vec![0.0; CHUNK * p], vec![0.0; CHUNK * p]);
         loop {
             let next = chunks.lock().expect("a bootstrap worker panicked").next();
             let Some(first) = next else {
-                return Ok(made);
+                return Ok(own);
             };
             let rows = (resamples - first).min(CHUNK) * p;
             worker.run(first, &mut theta[..rows], &mut win[..rows])?;
-            own.push(&theta[..rows], &win[..rows]);
+            match own.as_mut() {
+                Some(own) => own.push(&theta[..rows], &win[..rows]),
+                None => shared
+                    .lock()
+                    .expect("a bootstrap worker panicked")
+                    .push(&theta[..rows], &win[..rows]),
+            }
         }
     };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(|| work(None))).collect();
-        let mut result = work(Some(&mut *tails)).map(drop);
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(|| work(true))).collect();
+        let mut result = work(false).map(drop);
         for handle in handles {
             match handle.join().expect("a bootstrap worker panicked") {
-                Ok(Some(theirs)) => tails.merge(&theirs),
+                Ok(Some(theirs)) => shared
+                    .lock()
+                    .expect("a bootstrap worker panicked")
+                    .merge(&theirs),
                 Ok(None) => {}
                 Err(e) => result = result.and(Err(e)),
             }
         }
         result
     })
+}
+
+/// The largest tails a thread keeps for itself (see [`run_parallel`]): 1 MiB, the tails of
+/// about 6,500 resamples of 100 models.
+const OWN_TAILS_BYTES: usize = 1 << 20;
+
+/// [`OWN_TAILS_BYTES`], or in tests what this thread set in [`OWN_TAILS_LIMIT`].
+fn own_tails_bytes() -> usize {
+    #[cfg(test)]
+    if let Some(limit) = OWN_TAILS_LIMIT.with(std::cell::Cell::get) {
+        return limit;
+    }
+    OWN_TAILS_BYTES
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Replaces [`OWN_TAILS_BYTES`] for the bootstraps this thread starts.
+    static OWN_TAILS_LIMIT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
 /// One thread's buffers.

@@ -110,6 +110,28 @@ fn result_is_identical_for_any_thread_count() {
     }
 }
 
+/// Tails kept per thread and tails shared under a lock give the same intervals.
+#[test]
+fn own_and_shared_tails_agree() {
+    let rows = synthetic_rows(5, 600, 40);
+    let (input, fit) = prepare(5, &rows, 0.1);
+    let default = run(&input, &fit, BootstrapUnit::Comparison, 11, 2);
+    for limit in [0, usize::MAX] {
+        super::OWN_TAILS_LIMIT.with(|c| c.set(Some(limit)));
+        for threads in [1, 2, 3] {
+            assert_eq!(
+                default,
+                run(&input, &fit, BootstrapUnit::Comparison, 11, threads),
+                "tails limit {limit}, {threads} threads"
+            );
+        }
+    }
+    super::OWN_TAILS_LIMIT.with(|c| c.set(None));
+    // 1000 resamples of 100 models keep their own; a million resamples share.
+    assert!(super::Tails::bytes(100, 1000) <= super::OWN_TAILS_BYTES);
+    assert!(super::Tails::bytes(100, 1_000_000) > super::OWN_TAILS_BYTES);
+}
+
 #[test]
 fn quadrupling_rows_halves_interval_widths() {
     let base = synthetic_rows(5, 2000, 100);

@@ -103,11 +103,7 @@ pub struct IntervalTails {
 impl IntervalTails {
     /// Tails of a stream of `total` (at least one) samples.
     pub fn new(total: usize) -> IntervalTails {
-        assert!(total > 0, "an interval of no samples");
-        let (below_lo, _) = quantile_position(total, LOWER_QUANTILE);
-        let (below_hi, _) = quantile_position(total, UPPER_QUANTILE);
-        let keep_low = (below_lo + 2).min(total);
-        let keep_high = total - below_hi;
+        let (keep_low, keep_high) = IntervalTails::keeps(total);
         IntervalTails {
             total,
             seen: 0,
@@ -118,6 +114,20 @@ impl IntervalTails {
             low_bar: i64::MAX,
             high_bar: i64::MIN,
         }
+    }
+
+    /// The values the tails of a stream of `total` samples hold at most.
+    pub fn held(total: usize) -> usize {
+        let (low, high) = IntervalTails::keeps(total);
+        low + high
+    }
+
+    /// How many of the smallest and of the largest of `total` samples the interval needs.
+    fn keeps(total: usize) -> (usize, usize) {
+        assert!(total > 0, "an interval of no samples");
+        let (below_lo, _) = quantile_position(total, LOWER_QUANTILE);
+        let (below_hi, _) = quantile_position(total, UPPER_QUANTILE);
+        ((below_lo + 2).min(total), total - below_hi)
     }
 
     /// Takes one sample (at most `total` in all). Most samples belong to neither tail and
@@ -324,6 +334,7 @@ mod tests {
     fn tails_keep_about_five_percent() {
         let tails = IntervalTails::new(1000);
         assert_eq!((tails.keep_low, tails.keep_high), (26, 26));
+        assert_eq!(IntervalTails::held(1000), 52);
         let tails = IntervalTails::new(1);
         assert_eq!((tails.keep_low, tails.keep_high), (1, 1));
         let mut big = IntervalTails::new(1_000_000);

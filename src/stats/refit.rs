@@ -3,10 +3,10 @@
 //! The chord method on the full-data Hessian inverse of [`LinearisedStart`] on several
 //! resamples at once: every per-pair and per-model quantity is a small array with one entry
 //! per resample (a lane), so one pass over the pairs and one over the Hessian inverse serve
-//! every lane, and the divisions σ = E_i/(E_i + E_j) run two to a vector instruction. Lanes
-//! never mix: each does exactly the arithmetic of its own refit, and a lane that has stopped
-//! is frozen, so a resample's result does not depend on which resamples share its batch
-//! (nor, therefore, on the number of threads).
+//! every lane, and the divisions σ = E_i/(E_i + E_j) run two (four with AVX2) to a vector
+//! instruction. Lanes never mix: each does exactly the arithmetic of its own refit, and a
+//! lane that has stopped is frozen, so a resample's result does not depend on which
+//! resamples share its batch (nor, therefore, on the number of threads).
 
 use super::bradley_terry::{LinearisedStart, UNDERFLOW_GUARD, guarded_sigmoid_pair, sigmoid_pair};
 use super::counts::PairData;
@@ -327,8 +327,8 @@ const EXP_REDUCED_MIN: f64 = -708.0;
 /// e^x for x in [[`EXP_REDUCED_MIN`], 0] (any other argument gives a wrong value): the
 /// reduction and rational approximation of fdlibm's `e_exp.c` (Sun Microsystems, 1993;
 /// error below 1 ulp). Plain additions, multiplications and one division, no branch and no
-/// library call, so that the refits' exponentials go four lanes to a vector instruction and
-/// give the same bits on every CPU and C library.
+/// library call, so that the refits' exponentials go four lanes to a vector instruction and,
+/// within that range, give the same bits on every CPU and C library.
 #[inline(always)]
 fn exp_reduced(x: f64) -> f64 {
     const INV_LN2: f64 = std::f64::consts::LOG2_E;
