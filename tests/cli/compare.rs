@@ -616,6 +616,21 @@ fn an_output_not_generated_yet_is_left_out_not_lost() {
         .collect();
     assert_eq!(kept.lines().count(), 5);
     p.write("runs/r/outputs.jsonl", &kept);
+    // A dry run says so too: its plan leaves those pairs out.
+    let out = p.run(&["compare", "--run", "r", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "lacks 1 output(s) (generation did not finish, or was a trial with --limit): their pairs are left out, not counted as failures; finish with `judge generate --run r`; this plan leaves them out"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("4 call(s) to make in all"),
+        "{}",
+        text(&out)
+    );
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(1), "unfinished: {}", text(&out));
     assert!(

@@ -295,6 +295,15 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     let calls = pending_calls(&ctx, &inputs.models, &existing, args.retry_failed);
     if dry_run {
         print!("{}", plan::render_plan(&ctx, &calls, inputs.run_dir.name()));
+        // The plan leaves their pairs out: judging them later costs more than it says.
+        if let Some(warning) = ungenerated_warning(
+            &ctx,
+            &inputs.models,
+            &inputs.manifest,
+            inputs.run_dir.name(),
+        ) {
+            eprintln!("warning: {warning}; this plan leaves them out");
+        }
         return Ok(Outcome::Success);
     }
     crate::engine::calls::refresh_keys(calls::retry_keys(&ctx, &calls));
@@ -383,6 +392,29 @@ fn load_inputs(
 }
 
 /// Rewrites judgments (sorted), derives comparisons, updates the manifest, prints the summary.
+/// What a run lacking outputs of `models` says (their pairs are left out of the comparisons),
+/// up to the advice to generate them; `None` when nothing is missing.
+fn ungenerated_warning(
+    ctx: &Ctx,
+    models: &[ModelConfig],
+    manifest: &Manifest,
+    run: &str,
+) -> Option<String> {
+    let ungenerated = ctx
+        .suite
+        .tasks
+        .iter()
+        .flat_map(|t| models.iter().map(move |m| (t, m)))
+        .filter(|(t, m)| !ctx.outputs.contains_key(&(t.id.clone(), m.id.clone())))
+        .count();
+    (ungenerated > 0).then(|| {
+        format!(
+            "run `{run}` lacks {ungenerated} output(s) (generation did not finish, or was a trial with --limit): their pairs are left out, not counted as failures; finish with `judge generate --run {run}{models}`",
+            models = crate::commands::run_model_flags(&ctx.config, manifest),
+        )
+    })
+}
+
 fn finish(
     ctx: &Ctx,
     run_dir: &RunDir,
@@ -521,19 +553,15 @@ fn finish(
             "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept){again}"
         );
     }
-    let ungenerated = ctx
-        .suite
-        .tasks
-        .iter()
-        .flat_map(|t| models.iter().map(move |m| (t, m)))
-        .filter(|(t, m)| !ctx.outputs.contains_key(&(t.id.clone(), m.id.clone())))
-        .count();
-    if ungenerated > 0 {
-        let judges: String = judge_ids.iter().map(|j| format!(" --judge {j}")).collect();
+    let ungenerated = ungenerated_warning(ctx, models, manifest, run_dir.name());
+    if let Some(warning) = &ungenerated {
         eprintln!(
-            "warning: run `{run}` lacks {ungenerated} output(s) (generation did not finish, or was a trial with --limit): their pairs are left out, not counted as failures; finish with `judge generate --run {run}{models}`, then rerun `judge compare --run {run}{judges}`",
-            models = crate::commands::run_model_flags(&ctx.config, manifest),
-            run = run_dir.name()
+            "warning: {warning}, then rerun `judge compare --run {}{}`",
+            run_dir.name(),
+            judge_ids
+                .iter()
+                .map(|j| format!(" --judge {j}"))
+                .collect::<String>()
         );
     }
     for (judge, health) in ctx.judges.iter().zip(&ctx.health) {
@@ -548,7 +576,7 @@ fn finish(
     for (judge, n) in missing.iter().filter(|(_, n)| **n > 0) {
         let finish = if broken.contains(judge.as_str()) {
             "it was stopped as broken (above): rerunning compare with it pays for the same failures again".to_string()
-        } else if ungenerated > 0 {
+        } else if ungenerated.is_some() {
             "finish generating first (above), then rerun compare".to_string()
         } else {
             format!(
