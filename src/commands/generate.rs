@@ -95,7 +95,7 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
     if let Some(usd) = args.max_cost {
         // An existing run's prices are checked once read (it keeps a model's first price).
         if !crate::commands::run_exists(&config, args.run.as_deref()) {
-            refuse_unpriced_payers(&config, &models, &|_| false, "")?;
+            refuse_unpriced_payers(&config, &models, &|_| true, &|_| false, "")?;
         }
         crate::engine::budget::limit(usd);
     }
@@ -132,6 +132,13 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
             &suite,
             &old,
         )?;
+        // Models with nothing left to ask need no price for --max-cost.
+        let limit = args.limit.map(|n| n as usize);
+        let asks: std::collections::BTreeSet<String> =
+            pending_items(&suite, &models, &keys, args.retry_failed, limit)
+                .iter()
+                .map(|i| models[i.model].id.clone())
+                .collect();
         let recorded: std::collections::BTreeSet<String> =
             keys.into_iter().map(|k| k.model).collect();
         let has_records = |id: &str| recorded.contains(id);
@@ -146,7 +153,13 @@ pub fn run_named(cli: &Cli, args: &GenerateArgs) -> anyhow::Result<(Outcome, Str
         keep_recorded_prices(&mut models, &old, &has_records);
         // A model the run costed at no price stays unpriced, whatever judge.toml says now.
         if args.max_cost.is_some() {
-            refuse_unpriced_payers(&config, &models, &has_records, &run_name)?;
+            refuse_unpriced_payers(
+                &config,
+                &models,
+                &|id| asks.contains(id),
+                &has_records,
+                &run_name,
+            )?;
         }
         // The suite is the same: a run recorded with the hash over answers/ too, or without
         // file digests, is brought up to date (later answer sets can join it, and a later
@@ -592,16 +605,18 @@ fn finish(
 }
 
 /// Refuses `--max-cost` for a model to ask (not an answer set) that has no price: judge.toml's,
-/// or for a model with records in run `run` (`answered`) the price the run keeps.
+/// or for a model with records in run `run` (`answered`) the price the run keeps. Only
+/// models with items to ask (`asks`) are looked at: the others make no request.
 fn refuse_unpriced_payers(
     config: &Config,
     models: &[ModelConfig],
+    asks: &dyn Fn(&str) -> bool,
     answered: &dyn Fn(&str) -> bool,
     run: &str,
 ) -> Result<(), JudgeError> {
     let asked = models
         .iter()
-        .filter(|m| config.provider_of(m).kind != ProviderKind::Files);
+        .filter(|m| config.provider_of(m).kind != ProviderKind::Files && asks(&m.id));
     let kept = crate::engine::budget::Kept {
         run,
         by: answered,
@@ -653,7 +668,13 @@ fn dry_run(
             }
             keep_recorded_prices(models, &old, &has_records);
             if args.max_cost.is_some() {
-                refuse_unpriced_payers(config, models, &has_records, run)?;
+                let limit = args.limit.map(|n| n as usize);
+                let asks: std::collections::BTreeSet<&str> =
+                    pending_items(suite, models, &keys, args.retry_failed, limit)
+                        .iter()
+                        .map(|i| models[i.model].id.as_str())
+                        .collect();
+                refuse_unpriced_payers(config, models, &|id| asks.contains(id), &has_records, run)?;
             }
         }
     }

@@ -1780,9 +1780,10 @@ fn max_cost_stops_starting_requests_at_the_limit() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(server.count(), 10);
     assert_eq!(p.jsonl("runs/again/outputs.jsonl").len(), 10);
-    // A run keeps the price a model first answered at: beta, unpriced there, stays so.
+    // A run keeps the price a model first answered at: beta, unpriced there, stays so (a
+    // trial of one task, so that there are items left to ask).
     assert_eq!(
-        p.run(&["generate", "--run", "b", "--model", "beta"])
+        p.run(&["generate", "--run", "b", "--model", "beta", "--limit", "1"])
             .status
             .code(),
         Some(0)
@@ -1815,6 +1816,12 @@ fn max_cost_stops_starting_requests_at_the_limit() {
             "{}",
             text(&out)
         );
+        // With nothing left to ask (the trial's one task done), there is nothing to count.
+        args.extend(["--limit", "1"]);
+        let asked = server.count();
+        let out = p.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(server.count(), asked);
     }
     // And the other way round: alpha, priced in run `r`, keeps that price with none in
     // judge.toml, so the limit can count it.
