@@ -2369,6 +2369,24 @@ fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
     );
     assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
     p.write("judge.toml", &priced);
+    // Judged in full, the judge has nothing left to pay for: no price needed, no call.
+    let out = p.run(&["compare", "--run", "r", "--max-cost", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.count(), 6);
+    // With task t02 still to judge, it has.
+    let full: Vec<String> = ["judgments", "comparisons"]
+        .iter()
+        .map(|f| p.read(&format!("runs/r/{f}.jsonl")))
+        .collect();
+    for (f, text) in ["judgments", "comparisons"].iter().zip(&full) {
+        let kept: String = text
+            .lines()
+            .filter(|l| !l.contains("\"t02\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_ne!(&kept, text);
+        p.write(&format!("runs/r/{f}.jsonl"), &kept);
+    }
     for args in [
         &["run", "--run", "r", "--max-cost", "1"][..],
         &["compare", "--run", "r", "--max-cost", "1"],
@@ -2381,6 +2399,9 @@ fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
             "{args:?}: {}",
             text(&out)
         );
+    }
+    for (f, text) in ["judgments", "comparisons"].iter().zip(&full) {
+        p.write(&format!("runs/r/{f}.jsonl"), text);
     }
     // A judge new to the run, unpriced in judge.toml: refused by `judge run` up front too.
     p.write("judge.toml", &format!("{priced}{}", another_judge(2)));

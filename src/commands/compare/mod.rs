@@ -196,7 +196,25 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
             by: &|id| judged.contains(id),
             what: "judge",
         };
-        crate::engine::budget::refuse_unpriced(llm_judges(&inputs.judges), Some(kept))?;
+        // A judge with nothing left to judge (nor, with --retry-failed, to ask again) sends
+        // nothing to count, and needs no price.
+        let comparisons: Vec<ComparisonRecord> = inputs
+            .run_dir
+            .read_jsonl(&inputs.run_dir.file(COMPARISONS_FILE))?;
+        let missing =
+            missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
+        let failed: BTreeSet<&str> = existing
+            .iter()
+            .filter(|r| matches!(r.verdict, JudgmentVerdict::Failed(_)))
+            .map(|r| r.judge.as_str())
+            .collect();
+        let asks = |id: &str| {
+            missing.get(id).is_some_and(|&n| n > 0) || (args.retry_failed && failed.contains(id))
+        };
+        let payers = llm_judges(&inputs.judges)
+            .into_iter()
+            .filter(|m| asks(&m.id));
+        crate::engine::budget::refuse_unpriced(payers, Some(kept))?;
         crate::engine::budget::limit(usd);
     }
     if !llm_judges(&inputs.judges).is_empty() {
