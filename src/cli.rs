@@ -255,7 +255,7 @@ pub struct CompareArgs {
     /// Stop starting judge calls once this invocation's have cost this many dollars (e.g. 5,
     /// 12.50, $20) at the judges' prices: answers from the cache still come, calls in flight
     /// finish (so the total can pass it by theirs), a wait to retry ends, the rest wait for a
-    /// rerun (exit 1). Every LLM judge needs a price.
+    /// rerun (exit 1). Every LLM judge with a call to make needs a price.
     #[arg(long, value_name = "USD", value_parser = crate::engine::budget::parse_usd)]
     pub max_cost: Option<f64>,
 }

@@ -2361,12 +2361,7 @@ fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
     let server = FakeServer::start(marker_judge);
     let p = project(&server.url, "judge-labs");
     let priced = p.read("judge.toml");
-    p.write(
-        "judge.toml",
-        &priced
-            .replace("price_input_per_mtok = 1.0\n", "")
-            .replace("price_output_per_mtok = 1.0\n", ""),
-    );
+    p.write("judge.toml", &without_prices(&priced));
     assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(0));
     p.write("judge.toml", &priced);
     // Judged in full, the judge has nothing left to pay for: no price needed, no call.
@@ -2412,5 +2407,90 @@ fn max_cost_refuses_a_judge_the_run_keeps_unpriced() {
         "{}",
         text(&out)
     );
+    assert_eq!(server.count(), 6);
+}
+
+/// `judge.toml` of [`project`] with the judge's prices taken out.
+fn without_prices(priced: &str) -> String {
+    let unpriced = priced
+        .replace("price_input_per_mtok = 1.0\n", "")
+        .replace("price_output_per_mtok = 1.0\n", "");
+    assert_ne!(unpriced, priced, "the project's judge has prices");
+    unpriced
+}
+
+/// `compare --max-cost` asks a price of a judge with calls to make, by the rule that makes
+/// them: an output that failed and was generated again brings its pairs' calls although
+/// comparisons.jsonl holds a comparison (decided by the failure) for each of them.
+#[test]
+fn max_cost_refuses_an_unpriced_judge_that_regenerated_outputs_give_calls() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let priced = p.read("judge.toml");
+    p.write("judge.toml", &without_prices(&priced));
+    let answer = p.read("suites/demo/answers/bad/t02.md");
+    std::fs::remove_file(p.path().join("suites/demo/answers/bad/t02.md")).unwrap();
+    assert_eq!(p.run(&["generate", "--run", "r3"]).status.code(), Some(1));
+    // Judged at no price: the run keeps judge-1 unpriced; t02 is decided by the failure.
+    assert_eq!(p.run(&["compare", "--run", "r3"]).status.code(), Some(0));
+    assert_eq!(server.count(), 4);
+    p.write("suites/demo/answers/bad/t02.md", &answer);
+    let out = p.run(&["generate", "--run", "r3", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    p.write("judge.toml", &priced);
+    let out = p.run(&["compare", "--run", "r3", "--dry-run"]);
+    assert!(text(&out).contains("2 call(s) to make"), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "r3", "--max-cost", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("run `r3` keeps the price it first costed"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(server.count(), 4, "nothing was sent");
+}
+
+/// A `--limit` trial judged in full has nothing left that compare could send (the pairs of
+/// outputs never generated are not judged): its judge needs no price, as the dry run's zero
+/// calls say.
+#[test]
+fn max_cost_needs_no_price_after_a_judged_limit_trial() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    let priced = p.read("judge.toml");
+    p.write("judge.toml", &without_prices(&priced));
+    let out = p.run(&["generate", "--run", "t", "--limit", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(p.run(&["compare", "--run", "t"]).status.code(), Some(1));
+    assert_eq!(server.count(), 2);
+    p.write("judge.toml", &priced);
+    let out = p.run(&["compare", "--run", "t", "--dry-run"]);
+    assert!(text(&out).contains("0 call(s) to make"), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "t", "--max-cost", "1"]);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(server.count(), 2);
+}
+
+/// Failed judgments are calls to make only with `--retry-failed`: only then does the judge
+/// the run keeps unpriced need a price.
+#[test]
+fn max_cost_counts_failed_judgments_only_with_retry_failed() {
+    let server = FakeServer::start(|req, n| {
+        if n < 2 {
+            Reply::status(400, "{\"error\":\"bad request\"}")
+        } else {
+            marker_judge(req, n)
+        }
+    });
+    let p = project(&server.url, "judge-labs");
+    let priced = p.read("judge.toml");
+    p.write("judge.toml", &without_prices(&priced));
+    assert_eq!(p.run(&["compare", "--run", "r"]).status.code(), Some(1));
+    assert_eq!(server.count(), 6);
+    p.write("judge.toml", &priced);
+    let out = p.run(&["compare", "--run", "r", "--max-cost", "1"]);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+    let out = p.run(&["compare", "--run", "r", "--max-cost", "1", "--retry-failed"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(server.count(), 6);
 }

@@ -11,6 +11,38 @@ pub(super) fn pending_calls(
     existing: &[JudgmentRecord],
     retry_failed: bool,
 ) -> Vec<Call> {
+    let ok = |task: &str, model: &str| output_ok(ctx, task, model);
+    calls_to_make(&ctx.suite, &ctx.judges, models, existing, retry_failed, ok)
+}
+
+/// [`pending_calls`] before the compare's context is built (for `--max-cost`'s price check,
+/// which comes before anything is written): the same calls, from the run's output records.
+pub(super) fn pending_calls_of(
+    suite: &Suite,
+    judges: &[Judge],
+    models: &[ModelConfig],
+    outputs: &[OutputRecord],
+    existing: &[JudgmentRecord],
+    retry_failed: bool,
+) -> Vec<Call> {
+    let ok: BTreeSet<(&str, &str)> = outputs
+        .iter()
+        .filter(|o| o.status == Status::Ok)
+        .map(|o| (o.task.as_str(), o.model.as_str()))
+        .collect();
+    let ok = |task: &str, model: &str| ok.contains(&(task, model));
+    calls_to_make(suite, judges, models, existing, retry_failed, ok)
+}
+
+/// The calls of [`pending_calls`], with `ok(task, model)` telling whether an output is ok.
+fn calls_to_make(
+    suite: &Suite,
+    judges: &[Judge],
+    models: &[ModelConfig],
+    existing: &[JudgmentRecord],
+    retry_failed: bool,
+    ok: impl Fn(&str, &str) -> bool,
+) -> Vec<Call> {
     let mut done: BTreeMap<(&str, &str, &str, &str), &JudgmentRecord> = BTreeMap::new();
     for r in existing {
         done.insert(
@@ -24,14 +56,14 @@ pub(super) fn pending_calls(
         );
     }
     let mut calls = Vec::new();
-    for (ji, judge) in ctx.judges.iter().enumerate() {
+    for (ji, judge) in judges.iter().enumerate() {
         if matches!(judge, Judge::Exec) {
             continue;
         }
-        for (ti, task) in ctx.suite.tasks.iter().enumerate() {
+        for (ti, task) in suite.tasks.iter().enumerate() {
             for (i, a) in models.iter().enumerate() {
                 for b in &models[i + 1..] {
-                    if !both_ok(ctx, &task.id, &a.id, &b.id) {
+                    if !(ok(&task.id, &a.id) && ok(&task.id, &b.id)) {
                         continue;
                     }
                     for order in [Order::Ab, Order::Ba] {
@@ -72,10 +104,6 @@ pub(super) fn output_ok(ctx: &Ctx, task: &str, model: &str) -> bool {
     ctx.outputs
         .get(&(task.to_string(), model.to_string()))
         .is_some_and(|o| o.status == Status::Ok)
-}
-
-pub(super) fn both_ok(ctx: &Ctx, task: &str, a: &str, b: &str) -> bool {
-    output_ok(ctx, task, a) && output_ok(ctx, task, b)
 }
 
 pub(super) fn group_by_provider(ctx: &Ctx, calls: Vec<Call>) -> Vec<Group<Call>> {

@@ -196,24 +196,20 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
             by: &|id| judged.contains(id),
             what: "judge",
         };
-        // A judge with nothing left to judge (nor, with --retry-failed, to ask again) sends
-        // nothing to count, and needs no price.
-        let comparisons: Vec<ComparisonRecord> = inputs
-            .run_dir
-            .read_jsonl(&inputs.run_dir.file(COMPARISONS_FILE))?;
-        let missing =
-            missing_comparisons(&inputs.suite, &inputs.judges, &inputs.models, &comparisons);
-        let failed: BTreeSet<&str> = existing
-            .iter()
-            .filter(|r| matches!(r.verdict, JudgmentVerdict::Failed(_)))
-            .map(|r| r.judge.as_str())
-            .collect();
-        let asks = |id: &str| {
-            missing.get(id).is_some_and(|&n| n > 0) || (args.retry_failed && failed.contains(id))
-        };
+        // A judge with no call to make (the calls this compare would make, by the rule that
+        // makes them) sends nothing to count, and needs no price.
+        let calls = calls::pending_calls_of(
+            &inputs.suite,
+            &inputs.judges,
+            &inputs.models,
+            &inputs.outputs,
+            &existing,
+            args.retry_failed,
+        );
+        let asks: BTreeSet<&str> = calls.iter().map(|c| inputs.judges[c.judge].id()).collect();
         let payers = llm_judges(&inputs.judges)
             .into_iter()
-            .filter(|m| asks(&m.id));
+            .filter(|m| asks.contains(m.id.as_str()));
         crate::engine::budget::refuse_unpriced(payers, Some(kept))?;
         crate::engine::budget::limit(usd);
     }
@@ -409,7 +405,6 @@ fn load_inputs(
     })
 }
 
-/// Rewrites judgments (sorted), derives comparisons, updates the manifest, prints the summary.
 /// What a run lacking outputs of `models` says (their pairs are left out of the comparisons),
 /// up to the advice to generate them; `None` when nothing is missing.
 fn ungenerated_warning(
@@ -433,6 +428,7 @@ fn ungenerated_warning(
     })
 }
 
+/// Rewrites judgments (sorted), derives comparisons, updates the manifest, prints the summary.
 fn finish(
     ctx: &Ctx,
     run_dir: &RunDir,
