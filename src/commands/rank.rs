@@ -320,6 +320,25 @@ fn from_run(
                 if idle.len() == 1 { "has" } else { "have" }
             ));
         }
+        // One that left judge.toml too is no part of the run (as `generate` has it).
+        let ungenerated: Vec<String> = manifest
+            .models
+            .iter()
+            .filter(|m| !present.contains(m.id.as_str()))
+            .filter(|m| config.models.iter().any(|c| c.id == m.id))
+            .map(|m| format!("`{}`", m.id))
+            .collect();
+        if !ungenerated.is_empty() {
+            let one = ungenerated.len() == 1;
+            warnings.push(format!(
+                "{} of run `{run}` {} no output (its generation stopped before the first?), so {} not ranked: `judge generate --run {run}{model_flags}` generates {}, then `judge compare --run {run}` judges {}",
+                ungenerated.join(", "),
+                if one { "has" } else { "have" },
+                if one { "it is" } else { "they are" },
+                if one { "it" } else { "them" },
+                if one { "it" } else { "them" },
+            ));
+        }
     }
     let index: HashMap<&str, u32> = models
         .iter()

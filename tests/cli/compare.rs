@@ -2494,3 +2494,52 @@ fn max_cost_counts_failed_judgments_only_with_retry_failed() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(server.count(), 6);
 }
+
+/// A model the run holds no output of (its generation stopped before the first) is left out
+/// of the comparisons, and compare and its dry run say so, as of any output the run lacks.
+#[test]
+fn a_model_without_any_output_is_warned_of() {
+    let server = FakeServer::start(marker_judge);
+    let p = project(&server.url, "judge-labs");
+    for i in 1..=3 {
+        p.write(
+            &format!("suites/demo/answers/other/t{i:02}.md"),
+            &format!("another {i}"),
+        );
+    }
+    let config = p.read("judge.toml");
+    p.write(
+        "judge.toml",
+        &format!(
+            "{config}\n[[models]]\nid = \"third\"\nprovider = \"answers\"\nmodel = \"other\"\nfamily = \"handwritten-other\"\n"
+        ),
+    );
+    let out = p.run(&["generate", "--run", "r", "--model", "third"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let kept: String = p
+        .read("runs/r/outputs.jsonl")
+        .lines()
+        .filter(|l| !l.contains("\"third\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    p.write("runs/r/outputs.jsonl", &kept);
+    let out = p.run(&["compare", "--run", "r", "--dry-run"]);
+    assert!(
+        text(&out).contains("run `r` lacks 3 output(s)"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["compare", "--run", "r"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("run `r` lacks 3 output(s)"),
+        "{}",
+        text(&out)
+    );
+    let out = p.run(&["rank", "--run", "r"]);
+    assert!(
+        text(&out).contains("`third` of run `r` has no output"),
+        "{}",
+        text(&out)
+    );
+}

@@ -310,12 +310,7 @@ pub fn run(cli: &Cli, args: &CompareArgs) -> anyhow::Result<Outcome> {
     if dry_run {
         print!("{}", plan::render_plan(&ctx, &calls, inputs.run_dir.name()));
         // The plan leaves their pairs out: judging them later costs more than it says.
-        if let Some(warning) = ungenerated_warning(
-            &ctx,
-            &inputs.models,
-            &inputs.manifest,
-            inputs.run_dir.name(),
-        ) {
+        if let Some(warning) = ungenerated_warning(&ctx, &inputs.manifest, inputs.run_dir.name()) {
             eprintln!("warning: {warning}; this plan leaves them out");
         }
         return Ok(Outcome::Success);
@@ -405,14 +400,16 @@ fn load_inputs(
     })
 }
 
-/// What a run lacking outputs of `models` says (their pairs are left out of the comparisons),
-/// up to the advice to generate them; `None` when nothing is missing.
-fn ungenerated_warning(
-    ctx: &Ctx,
-    models: &[ModelConfig],
-    manifest: &Manifest,
-    run: &str,
-) -> Option<String> {
+/// What a run lacking outputs of its models says (their pairs are left out of the
+/// comparisons), up to the advice to generate them; `None` when nothing is missing. A model
+/// the run holds no output of at all (its generation stopped before the first) is left out
+/// of the comparisons, and counted here while judge.toml still lists it (one that left the
+/// config too is no part of the run, as `generate` has it).
+fn ungenerated_warning(ctx: &Ctx, manifest: &Manifest, run: &str) -> Option<String> {
+    let in_run = |id: &str| {
+        ctx.config.models.iter().any(|m| m.id == id) || ctx.outputs.keys().any(|(_, m)| m == id)
+    };
+    let models: Vec<&ModelConfig> = manifest.models.iter().filter(|m| in_run(&m.id)).collect();
     let ungenerated = ctx
         .suite
         .tasks
@@ -567,7 +564,7 @@ fn finish(
             "{failed_calls} judgment(s) failed (each record's `error` in {JUDGMENTS_FILE} says why; the raw reply is kept){again}"
         );
     }
-    let ungenerated = ungenerated_warning(ctx, models, manifest, run_dir.name());
+    let ungenerated = ungenerated_warning(ctx, manifest, run_dir.name());
     if let Some(warning) = &ungenerated {
         eprintln!(
             "warning: {warning}, then rerun `judge compare --run {}{}`",
@@ -660,9 +657,11 @@ fn finish(
             );
             Ok(Outcome::ItemsFailed)
         }
-        // Comparisons still missing (outputs not generated yet) leave the run unfinished: not
-        // a success a script could take for a complete one.
-        None if failed || missing.values().any(|&n| n > 0) => Ok(Outcome::ItemsFailed),
+        // Comparisons still missing (outputs not generated yet, a model's included) leave the
+        // run unfinished: not a success a script could take for a complete one.
+        None if failed || ungenerated.is_some() || missing.values().any(|&n| n > 0) => {
+            Ok(Outcome::ItemsFailed)
+        }
         None => Ok(Outcome::Success),
     }
 }
