@@ -550,6 +550,23 @@ fn fit_all(
 /// rows in about 50 µs, where two took 200–300 µs, most of it starting the second.
 const PARALLEL_MIN_ROWS: usize = 50_000;
 
+/// [`PARALLEL_MIN_ROWS`], or in tests what this thread set in [`PARALLEL_MIN_ROWS_SET`].
+fn parallel_min_rows() -> usize {
+    #[cfg(test)]
+    if let Some(rows) = PARALLEL_MIN_ROWS_SET.with(std::cell::Cell::get) {
+        return rows;
+    }
+    PARALLEL_MIN_ROWS
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Replaces [`PARALLEL_MIN_ROWS`] for the rankings this thread runs, so that tests split
+    /// small inputs over threads.
+    static PARALLEL_MIN_ROWS_SET: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// What [`fit_and_bootstrap`] works out.
 struct Aggregated {
     /// Per model, its win-rate interval width by the task bootstrap over the comparison
@@ -570,7 +587,7 @@ struct Aggregated {
 /// rows at most: below that a thread costs more to start than it saves); a bad row is
 /// reported from the first part that has one, so the error is the file's first either way.
 fn aggregate_all(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankError> {
-    let threads = params.threads.min(rows.len() / PARALLEL_MIN_ROWS).max(1);
+    let threads = params.threads.min(rows.len() / parallel_min_rows()).max(1);
     if threads == 1 {
         return aggregate(n, rows, params);
     }
@@ -917,7 +934,47 @@ mod tests {
             let one = at(1);
             assert_eq!(one, at(2), "{unit:?}");
             assert_eq!(one, at(5), "{unit:?}");
+            // Aggregated in two and in five parts (inputs this small take one otherwise).
+            PARALLEL_MIN_ROWS_SET.with(|c| c.set(Some(100)));
+            let (two, five) = (at(2), at(5));
+            PARALLEL_MIN_ROWS_SET.with(|c| c.set(None));
+            assert_eq!(one, two, "{unit:?}, aggregated in two parts");
+            assert_eq!(one, five, "{unit:?}, aggregated in five parts");
         }
+    }
+
+    /// A bad row is reported as the first of the file, whichever part of the rows aggregated
+    /// on their own thread holds it.
+    #[test]
+    fn split_aggregation_reports_the_first_bad_row() {
+        let models: Vec<String> = (0..3).map(|i| format!("m{i}")).collect();
+        let mut rows: Vec<Row> = (0..1000u32)
+            .map(|k| row(k % 3, (k + 1) % 3, Outcome::AWins, k % 10))
+            .collect();
+        rows[700].b = 9;
+        rows[300].a = 7;
+        PARALLEL_MIN_ROWS_SET.with(|c| c.set(Some(100)));
+        let split = rank(
+            &models,
+            &rows,
+            RankParams {
+                threads: 4,
+                ..params()
+            },
+            &[],
+        );
+        PARALLEL_MIN_ROWS_SET.with(|c| c.set(None));
+        let whole = rank(
+            &models,
+            &rows,
+            RankParams {
+                threads: 1,
+                ..params()
+            },
+            &[],
+        );
+        let message = |r: Result<Fitted, RankError>| r.expect_err("a bad row").to_string();
+        assert_eq!(message(split), message(whole));
     }
 
     #[test]

@@ -132,6 +132,41 @@ fn own_and_shared_tails_agree() {
     assert!(super::Tails::bytes(100, 1_000_000) > super::OWN_TAILS_BYTES);
 }
 
+/// The refits compiled for AVX2 and the portable ones give the same bits: on a CPU with AVX2
+/// the test runs both (one thread, which takes the test thread's choice); elsewhere it checks
+/// the portable path against itself.
+#[test]
+fn refits_give_the_same_bits_with_and_without_avx2() {
+    let win_all: Vec<_> = (0..40)
+        .map(|k| (0, 1 + k % 3, Outcome::AWins, k))
+        .chain((0..60).map(|k| {
+            let (a, b) = [(1, 2), (2, 3), (1, 3)][k % 3];
+            (a, b, Outcome::Tie, k % 7)
+        }))
+        .collect();
+    for (p, rows, prior) in [
+        (5, synthetic_rows(5, 600, 30), 0.1),
+        (12, synthetic_rows(12, 3000, 80), 0.1),
+        // Model 0 wins every game, with almost no prior: refits far from the start.
+        (4, win_all, 1e-6),
+    ] {
+        let (input, fit) = prepare(p, &rows, prior);
+        for unit in [BootstrapUnit::Comparison, BootstrapUnit::Task] {
+            for resamples in [1, 7, 1003] {
+                let go = || bootstrap(&input, unit, prior, resamples, 5, 1, &fit).expect("boot");
+                let native = go();
+                crate::stats::refit::PORTABLE.with(|c| c.set(true));
+                let portable = go();
+                crate::stats::refit::PORTABLE.with(|c| c.set(false));
+                assert_eq!(
+                    native, portable,
+                    "{p} models, {unit:?}, {resamples} resamples"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn quadrupling_rows_halves_interval_widths() {
     let base = synthetic_rows(5, 2000, 100);

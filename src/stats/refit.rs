@@ -99,7 +99,7 @@ impl LaneRefit {
         tol: f64,
     ) -> [bool; REFIT_LANES] {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             // SAFETY: the CPU has AVX2.
             return unsafe { self.refit_avx2(linearised, pairs, data, count, tol) };
         }
@@ -254,7 +254,7 @@ impl LaneRefit {
     /// `count × p` matrix `out`.
     pub(crate) fn win_rates(&mut self, count: usize, out: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             // SAFETY: the CPU has AVX2.
             return unsafe { self.win_rates_avx2(count, out) };
         }
@@ -396,6 +396,23 @@ fn add_residuals(
     if let Some(g) = grad.get_mut(current) {
         g.iter_mut().zip(sum).for_each(|(g, s)| *g += s);
     }
+}
+
+/// Whether the CPU has AVX2 (false in a test that set [`PORTABLE`] on its thread).
+#[cfg(target_arch = "x86_64")]
+fn has_avx2() -> bool {
+    #[cfg(test)]
+    if PORTABLE.with(std::cell::Cell::get) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes the refits this thread runs take the portable path, as on a CPU without AVX2, so
+    /// that tests can check both paths give the same bits on any machine.
+    pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(test)]

@@ -77,24 +77,12 @@ impl Multiplicities {
             while left > 0 {
                 let block = &mut uniforms[..left.min(DRAW_BLOCK)];
                 fill_lane_uniforms(&mut rngs, block);
-                for u in block.iter() {
-                    for lane in 0..REFIT_LANES {
-                        let product = u128::from(u[lane]) * u128::from(n);
-                        counts[(product >> 64) as usize][base + lane] += 1;
-                    }
-                }
-                // Apart from the counting: a store in the same loop kept these in memory,
-                // which made the loop four times slower.
-                for u in block.iter() {
-                    for lane in 0..REFIT_LANES {
-                        lowest[lane] = lowest[lane].min(u[lane].wrapping_mul(n));
-                    }
-                }
+                count_block(block, n, counts, base, &mut lowest);
                 left -= block.len();
             }
             for (lane, &lowest) in lowest.iter().enumerate() {
                 let column = base + lane;
-                if lane < live && lowest >= n && !redraw_all {
+                if lane < live && !may_have_rejected(lowest, n) && !redraw_all {
                     continue;
                 }
                 self.counts.iter_mut().for_each(|c| c[column] = 0);
@@ -182,6 +170,41 @@ impl Multiplicities {
             write(k, sums);
         }
     }
+}
+
+/// Takes one block of uniforms of a group of [`REFIT_LANES`] lanes, each a pick among `n`
+/// tasks (lane `lane` counted in column `base + lane`), and lowers `lowest[lane]` to the
+/// lowest low half of a product u·n its lane met (see [`may_have_rejected`]).
+#[inline(always)]
+fn count_block(
+    block: &[[u64; REFIT_LANES]],
+    n: u64,
+    counts: &mut [[u32; LANES]],
+    base: usize,
+    lowest: &mut [u64; REFIT_LANES],
+) {
+    for u in block {
+        for lane in 0..REFIT_LANES {
+            let product = u128::from(u[lane]) * u128::from(n);
+            counts[(product >> 64) as usize][base + lane] += 1;
+        }
+    }
+    // Apart from the counting: a store in the same loop kept these in memory, which made the
+    // loop four times slower.
+    for u in block {
+        for lane in 0..REFIT_LANES {
+            lowest[lane] = lowest[lane].min(u[lane].wrapping_mul(n));
+        }
+    }
+}
+
+/// Whether a lane whose lowest low half of u·n is `lowest` met a uniform that
+/// `uniform_below` might reject: it looks again at exactly those whose low half is below n
+/// (with n tasks each uniform has a chance of n/2^64 to be one). Such a lane is drawn again
+/// one pick at a time.
+#[inline(always)]
+fn may_have_rejected(lowest: u64, n: u64) -> bool {
+    lowest < n
 }
 
 /// An upper bound on the tallies of one pair's task entries: Σ max(2·w, n) (each sum of the
@@ -387,6 +410,40 @@ mod tests {
         let sums = m.pair_sums(&entries, entry_bound(&entries));
         assert_eq!(sums[0][0], 4097.0 * 4099.0);
         assert_eq!(sums, exact(&entries, &m.counts));
+    }
+
+    /// A lane whose uniform `uniform_below` would look at again (low half of u·n below n) is
+    /// marked to be drawn again, and only such a lane: its multiplicities might differ from
+    /// one-at-a-time picks (which [`draws_are_each_resamples_own_picks`] checks of the redraw).
+    #[test]
+    fn lanes_that_met_a_uniform_uniform_below_might_reject_are_drawn_again() {
+        for n in [1u64, 3, 5, 7, 1001] {
+            // The inverse of n modulo 2^64 (n odd), by Newton's iteration.
+            let inverse = (0..6).fold(n, |x, _| {
+                x.wrapping_mul(2u64.wrapping_sub(n.wrapping_mul(x)))
+            });
+            assert_eq!(n.wrapping_mul(inverse), 1);
+            // Uniforms whose product with n has the low half 0, n − 1 (looked at again), n and
+            // 2^64 − n (not).
+            let with_low = |low: u64| low.wrapping_mul(inverse);
+            let block = [[
+                with_low(0),
+                with_low(n - 1),
+                with_low(n),
+                with_low(n.wrapping_neg()),
+            ]];
+            let mut counts = vec![[0u32; LANES]; n as usize];
+            let mut lowest = [u64::MAX; REFIT_LANES];
+            count_block(&block, n, &mut counts, 4, &mut lowest);
+            let again: Vec<bool> = lowest.iter().map(|&l| may_have_rejected(l, n)).collect();
+            assert_eq!(again, [true, true, false, false], "{n} tasks");
+            for (lane, &u) in block[0].iter().enumerate() {
+                let pick = ((u128::from(u) * u128::from(n)) >> 64) as usize;
+                assert_eq!(counts[pick][4 + lane], 1, "{n} tasks, lane {lane}");
+            }
+            let picks: u32 = counts.iter().flatten().sum();
+            assert_eq!(picks, REFIT_LANES as u32);
+        }
     }
 
     #[test]
