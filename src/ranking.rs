@@ -589,13 +589,19 @@ struct Aggregated {
 fn aggregate_all(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankError> {
     let threads = params.threads.min(rows.len() / parallel_min_rows()).max(1);
     if threads == 1 {
-        return aggregate(n, rows, params);
+        return aggregate(n, rows, params, rows.len());
     }
     let part = rows.len().div_ceil(threads);
     let parts: Vec<Result<Part, RankError>> = std::thread::scope(|s| {
+        // The first part makes room for every part's keys, so that the others are appended to
+        // it in place.
         let handles: Vec<_> = rows
             .chunks(part)
-            .map(|chunk| s.spawn(move || aggregate(n, chunk, params)))
+            .enumerate()
+            .map(|(k, chunk)| {
+                let room = if k == 0 { rows.len() } else { chunk.len() };
+                s.spawn(move || aggregate(n, chunk, params, room))
+            })
             .collect();
         handles
             .into_iter()
@@ -694,7 +700,8 @@ struct Part {
     failed_rows: u64,
 }
 
-fn aggregate(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankError> {
+/// Aggregates `rows`, with room for the keys of `room` rows (see [`aggregate_all`]).
+fn aggregate(n: usize, rows: &[Row], params: RankParams, room: usize) -> Result<Part, RankError> {
     let mut part = Part {
         builder: match (params.unit, params.cluster_check) {
             (BootstrapUnit::Comparison, false) => BootstrapInputBuilder::comparisons_only(n),
@@ -703,6 +710,7 @@ fn aggregate(n: usize, rows: &[Row], params: RankParams) -> Result<Part, RankErr
         failed: vec![0; n],
         failed_rows: 0,
     };
+    part.builder.reserve(room);
     for r in rows {
         let (a, b) = (r.a as usize, r.b as usize);
         match r.outcome {

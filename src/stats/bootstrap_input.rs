@@ -227,8 +227,10 @@ pub(crate) struct Scratch {
 #[derive(Debug, Clone)]
 pub struct BootstrapInputBuilder {
     counts: PairCounts,
-    /// One key per rated row: (task, 4·pair index + cell).
-    keys: Vec<(usize, u64)>,
+    /// One key per rated row: its task label in the high 32 bits, 4·pair index + cell in the
+    /// low 32 (8 bytes a row: these keys are most of the memory and page faults of a task
+    /// bootstrap's aggregation).
+    keys: Vec<u64>,
     keep_tasks: bool,
 }
 
@@ -251,8 +253,16 @@ impl BootstrapInputBuilder {
         }
     }
 
-    /// Adds one row: model `a` against model `b` on task `task` (any label; every distinct
-    /// label is one cluster of the task bootstrap).
+    /// Makes room for `rows` more rows (a builder that keeps tasks holds a key per row);
+    /// room never filled costs no memory (its pages are never touched).
+    pub fn reserve(&mut self, rows: usize) {
+        if self.keep_tasks {
+            self.keys.reserve(rows);
+        }
+    }
+
+    /// Adds one row: model `a` against model `b` on task `task` (any label below 2^32; every
+    /// distinct label is one cluster of the task bootstrap).
     #[inline]
     pub fn add(
         &mut self,
@@ -262,12 +272,15 @@ impl BootstrapInputBuilder {
         task: usize,
     ) -> Result<(), StatsError> {
         let (pair, cell) = locate(self.counts.n_models(), a, b, outcome)?;
-        self.counts.add_located(a, b, pair, cell, 1);
         // A both-bad row is counted, never drawn: it brings no key, so a task of only
         // both-bad rows is no task of the task bootstrap.
         if let (true, Some(cell)) = (self.keep_tasks, cell) {
-            self.keys.push((task, 4 * pair as u64 + cell as u64));
+            let label = u32::try_from(task).map_err(|_| StatsError::TaskLabelOutOfRange(task))?;
+            // Fits: 2^30 pairs would be 46,341 models, whose counts alone take 25 GB.
+            let code = u32::try_from(4 * pair + cell).expect("fewer than 2^30 pairs");
+            self.keys.push(u64::from(label) << 32 | u64::from(code));
         }
+        self.counts.add_located(a, b, pair, cell, 1);
         Ok(())
     }
 
@@ -344,12 +357,12 @@ fn comparison_cells(counts: &PairCounts, active: &ActivePairs) -> (Vec<[u32; 3]>
 /// pairs are split into `threads` runs of about equal rows, one thread each.
 /// Returns (tasks, offsets, entries).
 fn task_cells(
-    keys: &[(usize, u64)],
+    keys: &[u64],
     counts: &PairCounts,
     active: &ActivePairs,
     threads: usize,
 ) -> (usize, Vec<usize>, Vec<TaskEntry>) {
-    let tasks = TaskNumbers::new(keys.iter().map(|k| k.0));
+    let tasks = TaskNumbers::new(keys.iter().map(|&k| label_of(k)));
     let p = counts.n_models();
     let mut bucket_start = Vec::with_capacity(active.models.len() + 1);
     bucket_start.push(0);
@@ -377,11 +390,9 @@ fn task_cells(
         let mut runs = runs.into_iter();
         let own = runs.next().expect("at least one run");
         let others: Vec<_> = runs
-            .map(|slots| {
-                scope.spawn(move || slot_run_cells(keys, tasks, active, slots, bucket_start))
-            })
+            .map(|slots| scope.spawn(move || run_cells(keys, tasks, active, slots, bucket_start)))
             .collect();
-        let mut done = vec![slot_run_cells(keys, tasks, active, own, bucket_start)];
+        let mut done = vec![run_cells(keys, tasks, active, own, bucket_start)];
         done.extend(
             others
                 .into_iter()
@@ -409,11 +420,79 @@ fn task_cells(
 /// Rated keys each run of [`task_cells`] takes at least (fewer: fewer threads).
 const PARALLEL_MIN_KEYS: usize = 1 << 15;
 
+/// The task label of a row key.
+fn label_of(key: u64) -> usize {
+    (key >> 32) as usize
+}
+
+/// [`slot_run_cells`] with buckets of `u32` while every task's dense number fits in 30 bits
+/// (half the memory, and page faults, of `u64`), else `u64`.
+fn run_cells(
+    keys: &[u64],
+    tasks: &TaskNumbers,
+    active: &ActivePairs,
+    slots: std::ops::Range<usize>,
+    bucket_start: &[usize],
+) -> (Vec<TaskEntry>, Vec<usize>) {
+    if tasks.len() <= 1 << 30 {
+        slot_run_cells::<u32>(keys, tasks, active, slots, bucket_start)
+    } else {
+        slot_run_cells::<u64>(keys, tasks, active, slots, bucket_start)
+    }
+}
+
+/// A bucketed key of [`slot_run_cells`]: dense task number << 2 | cell.
+trait CellKey: Copy + Ord + Default {
+    fn new(task: u32, cell: u64) -> Self;
+    /// Whether two keys are of the same task.
+    fn same_task(self, other: Self) -> bool;
+    fn task(self) -> u32;
+    fn cell(self) -> usize;
+}
+
+impl CellKey for u32 {
+    #[inline(always)]
+    fn new(task: u32, cell: u64) -> u32 {
+        task << 2 | cell as u32
+    }
+    #[inline(always)]
+    fn same_task(self, other: u32) -> bool {
+        self >> 2 == other >> 2
+    }
+    #[inline(always)]
+    fn task(self) -> u32 {
+        self >> 2
+    }
+    #[inline(always)]
+    fn cell(self) -> usize {
+        (self & 3) as usize
+    }
+}
+
+impl CellKey for u64 {
+    #[inline(always)]
+    fn new(task: u32, cell: u64) -> u64 {
+        u64::from(task) << 2 | cell
+    }
+    #[inline(always)]
+    fn same_task(self, other: u64) -> bool {
+        self >> 2 == other >> 2
+    }
+    #[inline(always)]
+    fn task(self) -> u32 {
+        u32::try_from(self >> 2).expect("dense task numbers fit u32")
+    }
+    #[inline(always)]
+    fn cell(self) -> usize {
+        (self & 3) as usize
+    }
+}
+
 /// The task entries of the active pairs in `slots`: their rated keys are bucketed by pair
 /// (`bucket_start` lays out every pair's bucket), each bucket sorted and counted out.
 /// Returns the entries and the end of each pair's entries in them.
-fn slot_run_cells(
-    keys: &[(usize, u64)],
+fn slot_run_cells<K: CellKey>(
+    keys: &[u64],
     tasks: &TaskNumbers,
     active: &ActivePairs,
     slots: std::ops::Range<usize>,
@@ -423,18 +502,19 @@ fn slot_run_cells(
     let rows = bucket_start[slots.end] - base;
     // This run's buckets and, last, one place that takes every key of another run: no key
     // needs a branch.
-    let mut bucket = vec![0u64; rows + 1];
+    let mut bucket = vec![K::default(); rows + 1];
     let mut next: Vec<usize> = bucket_start[slots.clone()]
         .iter()
         .map(|b| b - base)
         .collect();
     let elsewhere = next.len();
     next.push(rows);
-    for &(label, code) in keys {
+    for &key in keys {
+        let code = key & u64::from(u32::MAX);
         // Every key's pair is active (its slot is in this run or another).
         let k = (active.slot[(code >> 2) as usize] as usize).wrapping_sub(slots.start);
         let k = k.min(elsewhere);
-        bucket[next[k]] = u64::from(tasks.dense(label)) << 2 | (code & 3);
+        bucket[next[k]] = K::new(tasks.dense(label_of(key)), code & 3);
         next[k] += usize::from(k != elsewhere);
     }
     // At most one entry per key: the run starting at slot 0 takes room for all runs' entries,
@@ -450,11 +530,10 @@ fn slot_run_cells(
     for slot in slots {
         let keys = &mut bucket[bucket_start[slot] - base..bucket_start[slot + 1] - base];
         keys.sort_unstable();
-        for run in keys.chunk_by(|x, y| x >> 2 == y >> 2) {
+        for run in keys.chunk_by(|x, y| x.same_task(*y)) {
             let mut tally = [0u64; 4];
-            run.iter().for_each(|&key| tally[(key & 3) as usize] += 1);
-            let task = u32::try_from(run[0] >> 2).expect("dense task numbers fit u32");
-            push_entries(&mut entries, task, tally);
+            run.iter().for_each(|&key| tally[key.cell()] += 1);
+            push_entries(&mut entries, run[0].task(), tally);
         }
         ends.push(entries.len());
     }
@@ -617,6 +696,45 @@ mod tests {
             );
         }
         assert_eq!(one.0, 90);
+        // Buckets of u64 (taken beyond 2^30 tasks) give the cells of u32 buckets.
+        let keys = &builder.keys;
+        let active = ActivePairs::from_counts(&builder.counts);
+        let tasks = TaskNumbers::new(keys.iter().map(|&k| label_of(k)));
+        let mut bucket_start = vec![0];
+        for &(i, j) in &active.models {
+            let tally = builder.counts.tallies()[pair_index(7, i, j)];
+            bucket_start
+                .push(bucket_start[bucket_start.len() - 1] + tally.iter().sum::<u64>() as usize);
+        }
+        let cells = |wide: bool| {
+            let slots = 0..active.models.len();
+            let (entries, ends) = if wide {
+                slot_run_cells::<u64>(keys, &tasks, &active, slots, &bucket_start)
+            } else {
+                slot_run_cells::<u32>(keys, &tasks, &active, slots, &bucket_start)
+            };
+            let entries: Vec<_> = entries.iter().map(|e| (e.task, e.twice_w, e.n)).collect();
+            (entries, ends)
+        };
+        assert_eq!(cells(true), cells(false));
+        assert_eq!(cells(false).0, one.2);
+    }
+
+    #[test]
+    fn task_labels_beyond_32_bits_are_refused() {
+        let mut builder = BootstrapInputBuilder::new(2);
+        builder
+            .add(0, 1, Outcome::AWins, u32::MAX as usize)
+            .expect("fits");
+        assert_eq!(
+            builder.add(0, 1, Outcome::AWins, 1 << 32),
+            Err(StatsError::TaskLabelOutOfRange(1 << 32))
+        );
+        // Nothing of the refused row was counted; a both-bad row brings no label to check.
+        assert_eq!(builder.counts.rated_total(), 1);
+        builder
+            .add(1, 0, Outcome::BothBad, 1 << 40)
+            .expect("never drawn");
     }
 
     #[test]
@@ -637,7 +755,7 @@ mod tests {
         let dense = BootstrapInput::from_rows(3, rows.clone()).expect("valid rows");
         let sparse = rows
             .iter()
-            .map(|&(a, b, o, t)| (a, b, o, (t << 40) + 12_345));
+            .map(|&(a, b, o, t)| (a, b, o, (t << 28) + 12_345));
         let sparse = BootstrapInput::from_rows(3, sparse).expect("valid rows");
         assert!(matches!(
             TaskNumbers::new([5usize << 40].into_iter()),

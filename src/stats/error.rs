@@ -68,6 +68,9 @@ pub enum StatsError {
         /// Iterations performed.
         iterations: usize,
     },
+    /// A task label of the bootstrap's input does not fit in 32 bits.
+    #[error("task label {0} is out of range (labels of the task bootstrap are below 2^32)")]
+    TaskLabelOutOfRange(usize),
     /// A task bootstrap was asked of an input built without per-task cells.
     #[error("this input was aggregated without tasks, so it cannot be resampled by task")]
     NoTaskData,
