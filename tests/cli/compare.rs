@@ -99,6 +99,15 @@ fn quick_rank(p: &Project) -> std::process::Output {
     ])
 }
 
+/// [`marker_judge`] after refusing the first two calls outright (a 4xx: failed judgments).
+fn two_refusals_then_marker_judge(req: &Received, n: usize) -> Reply {
+    if n < 2 {
+        Reply::status(400, "{\"error\":\"bad request\"}")
+    } else {
+        marker_judge(req, n)
+    }
+}
+
 /// Prefers the answer containing MARKER, wherever it is shown.
 fn marker_judge(req: &Received, _n: usize) -> Reply {
     if fenced(req, "ANSWER_1").contains("MARKER") {
@@ -800,14 +809,7 @@ fn comparing_with_one_judge_keeps_the_other_judges_comparisons() {
 
 #[test]
 fn interrupted_compare_resumes_and_retry_failed_asks_again() {
-    // The first two calls fail hard (4xx), the rest are fine.
-    let server = FakeServer::start(|req, n| {
-        if n < 2 {
-            Reply::status(400, "{\"error\":\"bad request\"}")
-        } else {
-            marker_judge(req, n)
-        }
-    });
+    let server = FakeServer::start(two_refusals_then_marker_judge);
     let p = project(&server.url, "judge-labs");
     let out = p.run(&["compare", "--run", "r"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -2475,13 +2477,7 @@ fn max_cost_needs_no_price_after_a_judged_limit_trial() {
 /// the run keeps unpriced need a price.
 #[test]
 fn max_cost_counts_failed_judgments_only_with_retry_failed() {
-    let server = FakeServer::start(|req, n| {
-        if n < 2 {
-            Reply::status(400, "{\"error\":\"bad request\"}")
-        } else {
-            marker_judge(req, n)
-        }
-    });
+    let server = FakeServer::start(two_refusals_then_marker_judge);
     let p = project(&server.url, "judge-labs");
     let priced = p.read("judge.toml");
     p.write("judge.toml", &without_prices(&priced));
