@@ -331,7 +331,7 @@ fn from_run(
         if !ungenerated.is_empty() {
             let one = ungenerated.len() == 1;
             warnings.push(format!(
-                "{} of run `{run}` {} no output (its generation stopped before the first?), so {} not ranked: `judge generate --run {run}{model_flags}` generates {}, then `judge compare --run {run}` judges {}",
+                "{} of run `{run}` {} no output (its generation stopped before the first?), so {} not ranked: `judge generate --run {run}{model_flags}` generates {}, then `judge compare --run {run} --judge {judge}` judges {}",
                 ungenerated.join(", "),
                 if one { "has" } else { "have" },
                 if one { "it is" } else { "they are" },

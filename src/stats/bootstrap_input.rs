@@ -221,7 +221,7 @@ pub(crate) struct Scratch {
     times: Multiplicities,
 }
 
-/// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 16 bytes per row until
+/// Accumulates comparison rows into a [`BootstrapInput`]. Keeps 8 bytes per row until
 /// [`BootstrapInputBuilder::build`], which buckets them into per-task cells (unless built with
 /// [`BootstrapInputBuilder::comparisons_only`]).
 #[derive(Debug, Clone)]

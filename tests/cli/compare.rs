@@ -2534,7 +2534,8 @@ fn a_model_without_any_output_is_warned_of() {
     );
     let out = p.run(&["rank", "--run", "r"]);
     assert!(
-        text(&out).contains("`third` of run `r` has no output"),
+        text(&out).contains("`third` of run `r` has no output")
+            && text(&out).contains("then `judge compare --run r --judge judge-1` judges it"),
         "{}",
         text(&out)
     );
