@@ -521,11 +521,10 @@ fn finish(
     // --model for one of them does not make the run complete); a model not selected that has
     // no output at all and has left the config (its first request was refused) is no part.
     let tasks = ctx.suite.tasks.len() as u64;
-    let configured = |id: &str| ctx.config.models.iter().any(|m| m.id == id);
     let run_complete = manifest
         .models
         .iter()
-        .filter(|m| configured(&m.id) || tally.records(&m.id) > 0)
+        .filter(|m| crate::commands::part_of_run(&ctx.config, &m.id, tally.records(&m.id) > 0))
         .all(|m| tally.records(&m.id) == tasks);
     manifest.status = if complete && run_complete && stop_reason.is_none() {
         "complete"

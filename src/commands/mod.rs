@@ -103,6 +103,13 @@ pub fn load_run_shared<R: crate::records::OutputRow>(
     load_run_locked(config, run, Hold::Shared, false, &|_| Ok(true))
 }
 
+/// Whether a model the run's manifest records is part of the run: it has outputs in the run,
+/// or judge.toml still lists it (one with neither, whose first request was refused before it
+/// left the config, is no part of it: nothing can ask it again).
+pub fn part_of_run(config: &crate::config::Config, id: &str, has_outputs: bool) -> bool {
+    has_outputs || config.models.iter().any(|m| m.id == id)
+}
+
 /// The `--model` flags that keep a suggested `judge run` or `judge generate` to the run's
 /// models: without them it would add every configured model to the run. Empty when the run
 /// has every configured model; a model of the run no longer configured is left out (the

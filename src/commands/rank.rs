@@ -320,12 +320,11 @@ fn from_run(
                 if idle.len() == 1 { "has" } else { "have" }
             ));
         }
-        // One that left judge.toml too is no part of the run (as `generate` has it).
         let ungenerated: Vec<String> = manifest
             .models
             .iter()
             .filter(|m| !present.contains(m.id.as_str()))
-            .filter(|m| config.models.iter().any(|c| c.id == m.id))
+            .filter(|m| crate::commands::part_of_run(&config, &m.id, false))
             .map(|m| format!("`{}`", m.id))
             .collect();
         if !ungenerated.is_empty() {

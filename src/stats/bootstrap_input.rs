@@ -444,8 +444,6 @@ fn run_cells(
 /// A bucketed key of [`slot_run_cells`]: dense task number << 2 | cell.
 trait CellKey: Copy + Ord + Default {
     fn new(task: u32, cell: u64) -> Self;
-    /// Whether two keys are of the same task.
-    fn same_task(self, other: Self) -> bool;
     fn task(self) -> u32;
     fn cell(self) -> usize;
 }
@@ -454,10 +452,6 @@ impl CellKey for u32 {
     #[inline(always)]
     fn new(task: u32, cell: u64) -> u32 {
         task << 2 | cell as u32
-    }
-    #[inline(always)]
-    fn same_task(self, other: u32) -> bool {
-        self >> 2 == other >> 2
     }
     #[inline(always)]
     fn task(self) -> u32 {
@@ -473,10 +467,6 @@ impl CellKey for u64 {
     #[inline(always)]
     fn new(task: u32, cell: u64) -> u64 {
         u64::from(task) << 2 | cell
-    }
-    #[inline(always)]
-    fn same_task(self, other: u64) -> bool {
-        self >> 2 == other >> 2
     }
     #[inline(always)]
     fn task(self) -> u32 {
@@ -530,7 +520,7 @@ fn slot_run_cells<K: CellKey>(
     for slot in slots {
         let keys = &mut bucket[bucket_start[slot] - base..bucket_start[slot + 1] - base];
         keys.sort_unstable();
-        for run in keys.chunk_by(|x, y| x.same_task(*y)) {
+        for run in keys.chunk_by(|x, y| x.task() == y.task()) {
             let mut tally = [0u64; 4];
             run.iter().for_each(|&key| tally[key.cell()] += 1);
             push_entries(&mut entries, run[0].task(), tally);

@@ -406,10 +406,15 @@ fn load_inputs(
 /// of the comparisons, and counted here while judge.toml still lists it (one that left the
 /// config too is no part of the run, as `generate` has it).
 fn ungenerated_warning(ctx: &Ctx, manifest: &Manifest, run: &str) -> Option<String> {
-    let in_run = |id: &str| {
-        ctx.config.models.iter().any(|m| m.id == id) || ctx.outputs.keys().any(|(_, m)| m == id)
-    };
-    let models: Vec<&ModelConfig> = manifest.models.iter().filter(|m| in_run(&m.id)).collect();
+    let present: BTreeSet<&str> = ctx.outputs.keys().map(|(_, m)| m.as_str()).collect();
+    let models: Vec<&ModelConfig> = manifest
+        .models
+        .iter()
+        .filter(|m| {
+            let has_outputs = present.contains(m.id.as_str());
+            crate::commands::part_of_run(&ctx.config, &m.id, has_outputs)
+        })
+        .collect();
     let ungenerated = ctx
         .suite
         .tasks
